@@ -1,0 +1,3 @@
+from stackbot.cli.main import main
+
+raise SystemExit(main())

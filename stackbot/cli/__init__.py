@@ -1,0 +1,1 @@
+"""The ``stackbot`` command line: one module per command group, registered in ``main``."""

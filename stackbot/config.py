@@ -1,0 +1,212 @@
+"""Typed settings: environment variables prefixed ``STACKBOT_`` plus an optional TOML file.
+
+One ``Settings`` object is built by :func:`load_settings`; nothing reads the environment
+elsewhere. Tests build their own with keyword overrides. The TOML file is ``stackbot.toml`` in
+the working directory, or the path in ``STACKBOT_CONFIG``; environment variables win over it.
+
+Nested sections (``[slurm]``, ``[local]``, ``[worker]``, ``[vetting]``) can also be set from
+the environment with a double underscore: ``STACKBOT_SLURM__PARTITION=batch``.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_ALLOWLIST_PATH = "tools/process_group_usage_allowlist.json"
+MIN_WEBHOOK_SECRET_LENGTH = 16
+
+
+class UnsafeSettingsError(ValueError):
+    """Settings that would be unsafe in production; the message says what to set."""
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "stackbot"
+
+
+class VettingSettings(BaseModel):
+    """Who may approve test runs (``/ok to test <sha>``) and whose PRs run without approval."""
+
+    vetters: list[str] = Field(default_factory=list)
+    trusted_authors: list[str] = Field(default_factory=list)
+    # Members of these organisations are trusted authors and vetters (copy-pr-bot's rule).
+    trusted_orgs: list[str] = Field(default_factory=list)
+    # Collaborator permissions that make someone a vetter.
+    vetter_permissions: list[str] = Field(default_factory=lambda: ["admin", "maintain", "write"])
+
+
+class LocalExecutorSettings(BaseModel):
+    # GPU indices handed out through CUDA_VISIBLE_DEVICES; empty means "detect", and a machine
+    # without GPUs runs the same ranks on CPU with gloo.
+    gpus: list[int] = Field(default_factory=list)
+    max_parallel_jobs: int = 1
+    master_port_base: int = 29600
+
+
+class SlurmExecutorSettings(BaseModel):
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    time_limit_minutes: int = 60
+    container_image: str | None = None
+    container_mounts: list[str] = Field(default_factory=list)
+    extra_sbatch_args: list[str] = Field(default_factory=list)
+    setup_commands: list[str] = Field(default_factory=list)
+    poll_interval_s: float = 2.0
+    # Where job output lands; must be visible from the login node and the compute nodes.
+    shared_dir: Path | None = None
+    python: str = "python3"
+
+
+class WorkerSettings(BaseModel):
+    lease_seconds: float = 60.0
+    poll_interval_s: float = 0.5
+    max_attempts: int = 6
+    backoff_base_s: float = 2.0
+    backoff_cap_s: float = 300.0
+    reconcile_interval_s: float = 600.0
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="STACKBOT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    dev: bool = False
+    data_dir: Path = Field(default_factory=default_data_dir)
+    database_url: str | None = None
+
+    webhook_secret: SecretStr | None = None
+    github_token: SecretStr | None = None
+    github_app_id: int | None = None
+    github_private_key_path: Path | None = None
+    github_api_url: str = "https://api.github.com"
+    repo: str | None = None
+    # Base URL of the dashboard, used for links in PR comments and check runs.
+    public_url: str = "http://127.0.0.1:8000"
+
+    executor: Literal["local", "slurm"] = "local"
+    local: LocalExecutorSettings = Field(default_factory=LocalExecutorSettings)
+    slurm: SlurmExecutorSettings = Field(default_factory=SlurmExecutorSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    vetting: VettingSettings = Field(default_factory=VettingSettings)
+
+    # Paths the repository regenerates rather than merges.
+    generated_files: list[str] = Field(default_factory=lambda: [DEFAULT_ALLOWLIST_PATH])
+    # Optional: run the repository's own checker instead of (and compared with) the built-in one.
+    allowlist_checker_command: str | None = None
+    # TOML file with test sets; None means gpu_jobs' built-in test sets.
+    test_sets_file: Path | None = None
+    # Test sets run for every series unless the series config says otherwise.
+    default_test_sets: list[str] = Field(default_factory=lambda: ["amax-group", "blockwise-recipe"])
+    # Remote branch prefix integration commits are pushed to (None: keep them local).
+    push_remote: str | None = None
+    push_branch_prefix: str = "stackbot/"
+
+    git_fetch_timeout_s: float = 300.0
+    max_webhook_bytes: int = 25 * 1024 * 1024
+
+    @field_validator("repo")
+    @classmethod
+    def _repo_is_owner_slash_name(cls, value: str | None) -> str | None:
+        if value is not None and (value.count("/") != 1 or value.startswith("/") or value.endswith("/")):
+            raise ValueError(f"STACKBOT_REPO must be 'owner/name', got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _app_auth_is_complete(self) -> Settings:
+        if (self.github_app_id is None) != (self.github_private_key_path is None):
+            raise ValueError(
+                "GitHub App auth needs both STACKBOT_GITHUB_APP_ID and "
+                "STACKBOT_GITHUB_PRIVATE_KEY_PATH"
+            )
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_path = config_file_path()
+        if toml_path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+    # -- derived values ---------------------------------------------------------------------
+
+    @property
+    def effective_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'stackbot.db'}"
+
+    @property
+    def mirrors_dir(self) -> Path:
+        return self.data_dir / "mirrors"
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.data_dir / "jobs"
+
+    def ensure_dirs(self) -> None:
+        for path in (self.data_dir, self.mirrors_dir, self.jobs_dir):
+            path.mkdir(parents=True, exist_ok=True)
+
+    def check_safe_to_serve(self) -> None:
+        """Refuse settings that would expose an unauthenticated webhook outside development."""
+        if self.dev:
+            return
+        secret = self.webhook_secret.get_secret_value() if self.webhook_secret else ""
+        if not secret:
+            raise UnsafeSettingsError(
+                "STACKBOT_WEBHOOK_SECRET is not set: outside development mode every webhook "
+                "must be signed. Set it to the secret configured on the GitHub webhook, or set "
+                "STACKBOT_DEV=1 for local development."
+            )
+        if len(secret) < MIN_WEBHOOK_SECRET_LENGTH:
+            raise UnsafeSettingsError(
+                f"STACKBOT_WEBHOOK_SECRET is shorter than {MIN_WEBHOOK_SECRET_LENGTH} characters; "
+                "use a long random value (e.g. `python -c 'import secrets; print(secrets.token_hex(32))'`)."
+            )
+
+
+def config_file_path() -> Path | None:
+    explicit = os.environ.get("STACKBOT_CONFIG")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise FileNotFoundError(f"STACKBOT_CONFIG points at {path}, which is not a file")
+        return path
+    default = Path("stackbot.toml")
+    return default if default.is_file() else None
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from the environment and TOML file; keyword overrides win (for tests)."""
+    return Settings(**overrides)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, built once. Tests should call :func:`load_settings` instead."""
+    return load_settings()

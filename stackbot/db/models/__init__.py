@@ -1,0 +1,31 @@
+"""All table models; importing this package registers every table on ``SQLModel.metadata``."""
+
+from stackbot.db.models.github import (
+    Approval,
+    DependencyEdge,
+    PullRequest,
+    Report,
+    Repository,
+    Series,
+    SeriesMember,
+    WebhookDelivery,
+)
+from stackbot.db.models.integration import IntegrationRun, IntegrationStep
+from stackbot.db.models.jobs import Job, TestResult
+from stackbot.db.models.tasks import Task
+
+__all__ = [
+    "Approval",
+    "DependencyEdge",
+    "IntegrationRun",
+    "IntegrationStep",
+    "Job",
+    "PullRequest",
+    "Report",
+    "Repository",
+    "Series",
+    "SeriesMember",
+    "Task",
+    "TestResult",
+    "WebhookDelivery",
+]

@@ -1,0 +1,61 @@
+"""Plain records of what GitHub says about pull requests.
+
+The GitHub adapter produces these, the database stores them, and the series graph reads them.
+They carry only what stackbot's decisions need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stackbot.domain.types import PrNumber
+
+
+@dataclass(frozen=True)
+class NativeStack:
+    """GitHub's native stacked PRs: the ``stack`` object on a PR (position 1 is the bottom)."""
+
+    id: int | None
+    number: int | None
+    size: int | None
+    position: int | None
+    base_ref: str
+    base_sha: str
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    sha: str
+    message: str
+    parents: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommentRecord:
+    author: str
+    body: str
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class PrRecord:
+    number: PrNumber
+    title: str = ""
+    author: str = ""
+    state: str = "open"  # open | closed
+    merged: bool = False
+    draft: bool = False
+    head_ref: str = ""
+    head_sha: str = ""
+    base_ref: str = "main"
+    base_sha: str = ""
+    body: str = ""
+    stack: NativeStack | None = None
+    commits: tuple[CommitRecord, ...] = ()
+    comments: tuple[CommentRecord, ...] = field(default=())
+    author_association: str = "NONE"
+    head_repo: str | None = None  # "owner/name" of the fork the head lives in
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == "open"

@@ -1,0 +1,1 @@
+"""Fixture code shared by the test packages (real services, real repos)."""
