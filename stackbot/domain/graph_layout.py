@@ -1,0 +1,133 @@
+"""Layout of a series' dependency graph for the dashboard's SVG drawing.
+
+Layered left to right: a PR's column is the length of the longest dependency chain below it
+(roots in column 0), rows follow the series order. Cycles (reported elsewhere as problems) are
+cut by ignoring the edges that close them, so the layout always terminates.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+NODE_WIDTH = 150
+NODE_HEIGHT = 44
+COLUMN_GAP = 70
+ROW_GAP = 18
+MARGIN = 16
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    number: int
+    title: str
+    state: str  # css class: open, approved, clean, conflict, passed, failed, merged, closed, ...
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    child: int
+    parent: int
+    source: str
+
+
+@dataclass(frozen=True)
+class PlacedNode:
+    node: GraphNode
+    x: int
+    y: int
+    width: int = NODE_WIDTH
+    height: int = NODE_HEIGHT
+
+    @property
+    def short_title(self) -> str:
+        return self.node.title if len(self.node.title) <= 22 else self.node.title[:21] + "…"
+
+
+@dataclass(frozen=True)
+class PlacedEdge:
+    edge: GraphEdge
+    x1: int
+    y1: int
+    x2: int
+    y2: int
+
+    @property
+    def label_x(self) -> int:
+        return (self.x1 + self.x2) // 2
+
+    @property
+    def label_y(self) -> int:
+        return (self.y1 + self.y2) // 2 - 4
+
+
+@dataclass(frozen=True)
+class GraphLayout:
+    nodes: tuple[PlacedNode, ...]
+    edges: tuple[PlacedEdge, ...]
+    width: int
+    height: int
+
+
+def layout_graph(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> GraphLayout:
+    """Place ``nodes`` (in series order) in columns by dependency depth."""
+    order = {node.number: index for index, node in enumerate(nodes)}
+    parents: dict[int, list[int]] = defaultdict(list)
+    for edge in edges:
+        if edge.child in order and edge.parent in order and edge.child != edge.parent:
+            parents[edge.child].append(edge.parent)
+    column = _columns(list(order), parents)
+    rows: dict[int, int] = defaultdict(int)
+    placed: dict[int, PlacedNode] = {}
+    for node in nodes:
+        col = column[node.number]
+        row = rows[col]
+        rows[col] += 1
+        placed[node.number] = PlacedNode(
+            node=node,
+            x=MARGIN + col * (NODE_WIDTH + COLUMN_GAP),
+            y=MARGIN + row * (NODE_HEIGHT + ROW_GAP),
+        )
+    placed_edges = tuple(
+        PlacedEdge(
+            edge=edge,
+            x1=placed[edge.parent].x + NODE_WIDTH,
+            y1=placed[edge.parent].y + NODE_HEIGHT // 2,
+            x2=placed[edge.child].x,
+            y2=placed[edge.child].y + NODE_HEIGHT // 2,
+        )
+        for edge in edges
+        if edge.child in placed and edge.parent in placed and edge.child != edge.parent
+    )
+    columns = (max(column.values()) + 1) if column else 1
+    tallest = max(rows.values()) if rows else 1
+    return GraphLayout(
+        nodes=tuple(placed[node.number] for node in nodes),
+        edges=placed_edges,
+        width=2 * MARGIN + columns * NODE_WIDTH + (columns - 1) * COLUMN_GAP,
+        height=2 * MARGIN + tallest * NODE_HEIGHT + (tallest - 1) * ROW_GAP,
+    )
+
+
+def _columns(numbers: list[int], parents: dict[int, list[int]]) -> dict[int, int]:
+    """Longest-path depth of every node, ignoring edges that would close a cycle."""
+    depth: dict[int, int] = {}
+    visiting: set[int] = set()
+
+    def visit(number: int) -> int:
+        if number in depth:
+            return depth[number]
+        visiting.add(number)
+        best = 0
+        for parent in parents.get(number, ()):
+            if parent in visiting:
+                continue  # a cycle: drawn, but not used for placement
+            best = max(best, visit(parent) + 1)
+        visiting.discard(number)
+        depth[number] = best
+        return best
+
+    for number in numbers:
+        visit(number)
+    return depth

@@ -1,0 +1,120 @@
+"""The JSON API under ``/api/``: the dashboard's data, documented in the OpenAPI schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from sqlmodel import Session, col, select
+
+from stackbot.db.models import Job, TestResult
+from stackbot.web import readmodel
+from stackbot.web.joblogs import read_log
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+
+def _session(request: Request) -> Session:
+    return Session(request.app.state.engine)
+
+
+@router.get("/series", summary="Every series with its status")
+def api_series(request: Request) -> list[dict[str, Any]]:
+    with _session(request) as session:
+        return [row.to_json() for row in readmodel.list_series(session)]
+
+
+@router.get("/series/{slug}", summary="One series: graph, PRs, latest series run, conflicts")
+def api_series_detail(request: Request, slug: str) -> dict[str, Any]:
+    with _session(request) as session:
+        page = readmodel.series_page(session, readmodel.key_from_slug(slug))
+    if page is None:
+        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    return page.to_json()
+
+
+@router.get("/pulls/{number}", summary="One pull request with its stack, runs and tests")
+def api_pull(request: Request, number: int) -> dict[str, Any]:
+    with _session(request) as session:
+        detail = readmodel.pull_detail(session, number)
+    if detail is None:
+        raise HTTPException(404, f"no pull request #{number}")
+    return {
+        "repo": detail["repo"],
+        "pull": detail["pull"].to_json(),
+        "base_ref": detail["base_ref"],
+        "head_ref": detail["head_ref"],
+        "parents": [{"number": n, "source": s} for n, s in detail["parents"]],
+        "children": [{"number": n, "source": s} for n, s in detail["children"]],
+        "runs": [run.to_json() for run in detail["runs"]],
+        "series": detail["series"].key if detail["series"] else None,
+        "approvals": detail["approvals"],
+    }
+
+
+@router.get("/runs/{run_id}", summary="One integration run with its steps and jobs")
+def api_run(request: Request, run_id: int) -> dict[str, Any]:
+    with _session(request) as session:
+        found = readmodel.run_detail(session, run_id)
+    if found is None:
+        raise HTTPException(404, f"no integration run {run_id}")
+    summary, steps, tests = found
+    return {
+        **summary.to_json(),
+        "steps": [step.to_json() for step in steps],
+        "tests": [
+            {
+                "label": cell.label,
+                "job": cell.job.to_json() if cell.job else None,
+                "baseline": cell.baseline.to_json() if cell.baseline else None,
+            }
+            for cell in tests
+        ],
+    }
+
+
+@router.get("/jobs", summary="Queued, running and finished jobs")
+def api_jobs(request: Request) -> dict[str, list[dict[str, Any]]]:
+    with _session(request) as session:
+        groups = readmodel.list_jobs(session)
+    return {name: [job.to_json() for job in jobs] for name, jobs in groups.items()}
+
+
+@router.get("/jobs/{job_id}", summary="One job with its per-test results and log")
+def api_job(request: Request, job_id: int) -> dict[str, Any]:
+    with _session(request) as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise HTTPException(404, f"no job {job_id}")
+        source = job.reused_from_job_id or job_id
+        tests = session.exec(
+            select(TestResult).where(TestResult.job_id == source).order_by(col(TestResult.nodeid))
+        ).all()
+        original = session.get(Job, source)
+        return {
+            **readmodel.job_summary(job).to_json(),
+            "result": job.result,
+            "tests": [
+                {
+                    "nodeid": t.nodeid,
+                    "outcome": t.outcome,
+                    "duration_s": t.duration_s,
+                    "failed_ranks": t.failed_ranks,
+                }
+                for t in tests
+            ],
+            "log": read_log(original.out_dir if original else job.out_dir),
+        }
+
+
+@router.get("/tasks", summary="Task queue counts and dead letters")
+def api_tasks(request: Request) -> dict[str, Any]:
+    with _session(request) as session:
+        counts = readmodel.task_counts(session)
+    return {"by_status": counts.by_status, "dead": list(counts.dead)}
+
+
+@router.get("/changes", summary="A token that changes whenever the dashboard's data changes")
+def api_changes(request: Request) -> dict[str, str]:
+    with _session(request) as session:
+        return {"token": readmodel.change_token(session)}

@@ -1,0 +1,132 @@
+"""The dashboard: server-rendered pages under ``/`` (Jinja2, no external assets).
+
+Pages read through :mod:`stackbot.web.readmodel`, exactly like the JSON API, and refresh
+themselves when ``/api/changes`` reports a new change token (a few lines of JavaScript).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from sqlmodel import Session, col, select
+
+from stackbot.db.models import Job, TestResult
+from stackbot.domain.graph_layout import GraphEdge, GraphNode, layout_graph
+from stackbot.web import readmodel
+from stackbot.web.joblogs import read_log, tail_line
+
+TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+TEMPLATES.env.globals["slug"] = readmodel.series_slug
+
+
+def _pair_paths(matrix: dict[str, Any], a: int, b: int) -> list[str]:
+    for pair in matrix.get("pairs", []):
+        if {pair.get("a"), pair.get("b")} == {a, b}:
+            return list(pair.get("paths", []))
+    return []
+
+
+TEMPLATES.env.globals["pair_paths"] = _pair_paths
+
+router = APIRouter(include_in_schema=False)
+
+
+def _session(request: Request) -> Session:
+    return Session(request.app.state.engine)
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request) -> HTMLResponse:
+    with _session(request) as session:
+        context = {
+            "series": readmodel.list_series(session),
+            "tasks": readmodel.task_counts(session),
+        }
+    return TEMPLATES.TemplateResponse(request, "index.html", context)
+
+
+@router.get("/series/{slug}", response_class=HTMLResponse)
+def series(request: Request, slug: str) -> HTMLResponse:
+    with _session(request) as session:
+        page = readmodel.series_page(session, readmodel.key_from_slug(slug))
+    if page is None:
+        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    nodes = [GraphNode(row.number, row.title, row.display_state) for row in page.pulls]
+    edges = [GraphEdge(child, parent, source) for child, parent, source in page.edges]
+    layout = layout_graph(nodes, edges)
+    return TEMPLATES.TemplateResponse(request, "series.html", {"page": page, "layout": layout})
+
+
+@router.get("/pulls/{number}", response_class=HTMLResponse)
+def pull(request: Request, number: int) -> HTMLResponse:
+    with _session(request) as session:
+        detail = readmodel.pull_detail(session, number)
+    if detail is None:
+        raise HTTPException(404, f"no pull request #{number}")
+    return TEMPLATES.TemplateResponse(request, "pull.html", {"d": detail})
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+def run(request: Request, run_id: int) -> HTMLResponse:
+    with _session(request) as session:
+        found = readmodel.run_detail(session, run_id)
+    if found is None:
+        raise HTTPException(404, f"no integration run {run_id}")
+    summary, steps, tests = found
+    return TEMPLATES.TemplateResponse(
+        request, "run.html", {"run": summary, "steps": steps, "tests": tests}
+    )
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+def jobs(request: Request) -> HTMLResponse:
+    with _session(request) as session:
+        groups = readmodel.list_jobs(session)
+    tails = {
+        job.id: tail_line(job.out_dir)
+        for group in ("running", "finished")
+        for job in groups[group][:50]
+    }
+    return TEMPLATES.TemplateResponse(request, "jobs.html", {"jobs": groups, "tails": tails})
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job(request: Request, job_id: int) -> HTMLResponse:
+    with _session(request) as session:
+        row = session.get(Job, job_id)
+        if row is None:
+            raise HTTPException(404, f"no job {job_id}")
+        source = row.reused_from_job_id or job_id
+        tests = session.exec(
+            select(TestResult).where(TestResult.job_id == source).order_by(col(TestResult.nodeid))
+        ).all()
+        summary = readmodel.job_summary(row)
+        original = session.get(Job, source)
+        log = read_log(original.out_dir if original else row.out_dir)
+    return TEMPLATES.TemplateResponse(
+        request, "job.html", {"job": summary, "tests": tests, "log": log}
+    )
+
+
+@router.get("/tasks", response_class=HTMLResponse)
+def tasks(request: Request) -> HTMLResponse:
+    with _session(request) as session:
+        counts = readmodel.task_counts(session)
+    return TEMPLATES.TemplateResponse(request, "tasks.html", {"tasks": counts})
+
+
+def install(app: Any) -> None:
+    """Add the dashboard pages, the JSON API and the static files to a FastAPI app."""
+    from fastapi.staticfiles import StaticFiles
+
+    from stackbot.web import api
+
+    app.include_router(api.router)
+    app.include_router(router)
+    app.mount(
+        "/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static"
+    )

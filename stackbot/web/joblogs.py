@@ -1,0 +1,47 @@
+"""Reading a job's log from its output directory (written by ``python -m gpu_jobs run``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+LOG_NAMES = ("runner.log", "job.log", "log.txt", "slurm.out")
+MAX_LOG_BYTES = 2 * 1024 * 1024
+
+
+def log_path(out_dir: str | None) -> Path | None:
+    if not out_dir:
+        return None
+    directory = Path(out_dir)
+    for name in LOG_NAMES:
+        if (directory / name).is_file():
+            return directory / name
+    logs = sorted(directory.glob("*.log")) if directory.is_dir() else []
+    return logs[0] if logs else None
+
+
+def read_log(out_dir: str | None, *, max_bytes: int = MAX_LOG_BYTES) -> str:
+    path = log_path(out_dir)
+    if path is None:
+        return ""
+    with path.open("rb") as handle:
+        size = path.stat().st_size
+        if size > max_bytes:
+            handle.seek(size - max_bytes)
+        data = handle.read()
+    text = data.decode("utf-8", errors="replace")
+    return text if size <= max_bytes else f"[… {size - max_bytes} earlier bytes not shown]\n" + text
+
+
+def tail_line(out_dir: str | None) -> str:
+    path = log_path(out_dir)
+    if path is None:
+        return ""
+    with path.open("rb") as handle:
+        size = path.stat().st_size
+        handle.seek(max(0, size - 4096))
+        lines = [
+            line
+            for line in handle.read().decode("utf-8", errors="replace").splitlines()
+            if line.strip()
+        ]
+    return lines[-1][:160] if lines else ""
