@@ -1,0 +1,1 @@
+"""Services: each one fetches its inputs through the adapters and applies the domain's decisions."""
