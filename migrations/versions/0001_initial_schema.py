@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-12-02 13:34:07.108282
+Create Date: 2026-12-02 13:44:13.298466
 """
 
 from collections.abc import Sequence
@@ -150,6 +150,7 @@ def upgrade() -> None:
     sa.Column('commits', sa.JSON(), nullable=False),
     sa.Column('comments', sa.JSON(), nullable=False),
     sa.Column('superseded_by', sa.Integer(), nullable=True),
+    sa.Column('head_history', sa.JSON(), nullable=False),
     sa.Column('synced_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['repo_id'], ['repositories.id'], ),
     sa.PrimaryKeyConstraint('id'),

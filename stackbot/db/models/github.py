@@ -55,6 +55,8 @@ class PullRequest(SQLModel, table=True):
     # [{"author", "body"}]: what supersession ("Superseded by #N") reads.
     comments: list[dict[str, Any]] = Field(default_factory=list, sa_column=json_column())
     superseded_by: int | None = None
+    # Earlier head SHAs, oldest first: `/ok to test` names one of them when it is stale.
+    head_history: list[str] = Field(default_factory=list, sa_column=json_column())
     synced_at: datetime = Field(default_factory=utcnow, sa_column=time_column())
 
 
