@@ -120,6 +120,9 @@ class Settings(BaseSettings):
 
     git_fetch_timeout_s: float = 300.0
     max_webhook_bytes: int = 25 * 1024 * 1024
+    # Modules whose register_tasks(registry) adds task handlers (plugins, tests); env as a JSON
+    # list: STACKBOT_EXTRA_TASK_MODULES='["pkg.tasks"]'.
+    extra_task_modules: list[str] = Field(default_factory=list)
 
     @field_validator("repo")
     @classmethod

@@ -19,6 +19,9 @@ from stackbot.errors import BadInput
 # Modules under stackbot.cli, in the order their commands appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
     "db",
+    "series",
+    "serve",
+    "worker",
 )
 
 EXIT_BAD_INPUT = 2

@@ -44,3 +44,17 @@ def current_heads() -> list[str]:
 
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     return list(script.get_heads())
+
+
+def current_revision(database_url: str) -> str | None:
+    """The revision the database is at (None: never migrated)."""
+    from alembic.migration import MigrationContext
+
+    from stackbot.db.engine import make_engine
+
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()

@@ -1,0 +1,387 @@
+"""GitHub webhook events as typed records, and what each one asks stackbot to do.
+
+:func:`parse_event` turns a decoded delivery body into one of the records below, checking the
+fields stackbot relies on and raising :class:`BadInput` that names the first one missing or
+mistyped ("pull_request.head.sha is missing"). Events stackbot does not act on, and actions of
+known events it does not care about, come back as :class:`UnknownEvent` with the reason.
+
+:func:`route_event` is the decision that follows: the tasks a parsed event leads to. Both are
+pure; the intake and the worker fetch the inputs and apply the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stackbot.domain.types import PrNumber, RepoName, Sha
+from stackbot.errors import BadInput
+
+PULL_REQUEST_ACTIONS = frozenset(
+    {
+        "opened",
+        "edited",
+        "synchronize",
+        "reopened",
+        "closed",
+        "ready_for_review",
+        "converted_to_draft",
+    }
+)
+ISSUE_COMMENT_ACTIONS = frozenset({"created", "edited"})
+CHECK_RUN_ACTIONS = frozenset({"rerequested"})
+BRANCH_PREFIX = "refs/heads/"
+
+
+@dataclass(frozen=True)
+class PingEvent:
+    zen: str
+    hook_id: int | None
+    repo: RepoName | None
+
+
+@dataclass(frozen=True)
+class PullRequestEvent:
+    action: str
+    repo: RepoName
+    number: PrNumber
+    head_ref: str
+    head_sha: Sha
+    base_ref: str
+    base_sha: str
+    state: str
+    draft: bool
+    merged: bool
+    author: str
+    head_repo: str | None  # the fork's owner/name; None when the fork was deleted
+
+
+@dataclass(frozen=True)
+class IssueCommentEvent:
+    action: str
+    repo: RepoName
+    number: PrNumber
+    is_pull_request: bool
+    comment_id: int
+    body: str
+    author: str
+    author_association: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class PushEvent:
+    repo: RepoName
+    ref: str
+    before: str
+    after: str
+    deleted: bool
+    default_branch: str | None
+
+    @property
+    def branch(self) -> str | None:
+        """The pushed branch's name; None for tags and other refs."""
+        return self.ref.removeprefix(BRANCH_PREFIX) if self.ref.startswith(BRANCH_PREFIX) else None
+
+
+@dataclass(frozen=True)
+class CheckRunEvent:
+    action: str
+    repo: RepoName
+    check_run_id: int
+    name: str
+    head_sha: Sha
+    external_id: str | None
+    pull_numbers: tuple[PrNumber, ...]
+
+
+@dataclass(frozen=True)
+class InstallationEvent:
+    action: str
+    installation_id: int
+    account: str | None
+    repos: tuple[RepoName, ...]
+
+
+@dataclass(frozen=True)
+class UnknownEvent:
+    """Recorded and ignored: an event or action stackbot does not act on."""
+
+    name: str
+    action: str | None
+    repo: RepoName | None
+    reason: str
+
+
+Event = (
+    PingEvent | PullRequestEvent | IssueCommentEvent | PushEvent | CheckRunEvent | InstallationEvent
+)
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A task an event asks for: its kind, payload and the key that collapses repeats."""
+
+    kind: str
+    payload: dict[str, Any]
+    dedupe_key: str | None
+
+
+# -- field access -----------------------------------------------------------------------------
+
+
+class _Fields:
+    """Typed reads from one JSON object, each error naming the full dotted path."""
+
+    def __init__(self, data: Mapping[str, Any], path: str) -> None:
+        self.data = data
+        self.path = path
+
+    def _name(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def _get(self, key: str, kinds: tuple[type, ...], what: str, *, optional: bool) -> Any:
+        if key not in self.data or self.data[key] is None:
+            if optional:
+                return None
+            raise BadInput(f"{self._name(key)} is missing")
+        value = self.data[key]
+        # bool is an int in Python, but never a valid id or number in GitHub's payloads.
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise BadInput(f"{self._name(key)} must be {what}, got {type(value).__name__}")
+        return value
+
+    def text(self, key: str) -> str:
+        value: str = self._get(key, (str,), "a string", optional=False)
+        return value
+
+    def opt_text(self, key: str) -> str | None:
+        value: str | None = self._get(key, (str,), "a string", optional=True)
+        return value
+
+    def whole(self, key: str) -> int:
+        value: int = self._get(key, (int,), "an integer", optional=False)
+        return value
+
+    def opt_whole(self, key: str) -> int | None:
+        value: int | None = self._get(key, (int,), "an integer", optional=True)
+        return value
+
+    def flag(self, key: str) -> bool:
+        value: bool | None = self._get(key, (bool,), "true or false", optional=True)
+        return bool(value)
+
+    def obj(self, key: str) -> _Fields:
+        return _Fields(self._get(key, (dict,), "an object", optional=False), self._name(key))
+
+    def opt_obj(self, key: str) -> _Fields | None:
+        value = self._get(key, (dict,), "an object", optional=True)
+        return None if value is None else _Fields(value, self._name(key))
+
+    def objects(self, key: str) -> list[_Fields]:
+        items: list[Any] = self._get(key, (list,), "a list", optional=True) or []
+        result = []
+        for index, item in enumerate(items):
+            name = f"{self._name(key)}[{index}]"
+            if not isinstance(item, dict):
+                raise BadInput(f"{name} must be an object, got {type(item).__name__}")
+            result.append(_Fields(item, name))
+        return result
+
+
+def _repo(fields: _Fields) -> RepoName:
+    return RepoName(fields.obj("repository").text("full_name"))
+
+
+def _opt_repo(fields: _Fields) -> RepoName | None:
+    repository = fields.opt_obj("repository")
+    return None if repository is None else RepoName(repository.text("full_name"))
+
+
+# -- parsers ----------------------------------------------------------------------------------
+
+
+def _ping(root: _Fields) -> PingEvent:
+    return PingEvent(
+        zen=root.opt_text("zen") or "", hook_id=root.opt_whole("hook_id"), repo=_opt_repo(root)
+    )
+
+
+def _pull_request(root: _Fields, action: str) -> PullRequestEvent:
+    pr = root.obj("pull_request")
+    head, base = pr.obj("head"), pr.obj("base")
+    head_repo = head.opt_obj("repo")
+    user = pr.opt_obj("user")
+    return PullRequestEvent(
+        action=action,
+        repo=_repo(root),
+        number=PrNumber(pr.whole("number")),
+        head_ref=head.text("ref"),
+        head_sha=Sha(head.text("sha")),
+        base_ref=base.text("ref"),
+        base_sha=base.text("sha"),
+        state=pr.text("state"),
+        draft=pr.flag("draft"),
+        merged=pr.flag("merged"),
+        author=(user.opt_text("login") or "") if user else "",
+        head_repo=head_repo.text("full_name") if head_repo else None,
+    )
+
+
+def _issue_comment(root: _Fields, action: str) -> IssueCommentEvent:
+    issue, comment = root.obj("issue"), root.obj("comment")
+    return IssueCommentEvent(
+        action=action,
+        repo=_repo(root),
+        number=PrNumber(issue.whole("number")),
+        # GitHub marks an issue that is a pull request with a `pull_request` object.
+        is_pull_request=issue.opt_obj("pull_request") is not None,
+        comment_id=comment.whole("id"),
+        body=comment.text("body"),
+        author=comment.obj("user").text("login"),
+        author_association=comment.opt_text("author_association") or "NONE",
+        updated_at=comment.opt_text("updated_at") or "",
+    )
+
+
+def _push(root: _Fields) -> PushEvent:
+    repository = root.obj("repository")
+    return PushEvent(
+        repo=RepoName(repository.text("full_name")),
+        ref=root.text("ref"),
+        before=root.text("before"),
+        after=root.text("after"),
+        deleted=root.flag("deleted"),
+        default_branch=repository.opt_text("default_branch"),
+    )
+
+
+def _check_run(root: _Fields, action: str) -> CheckRunEvent:
+    run = root.obj("check_run")
+    return CheckRunEvent(
+        action=action,
+        repo=_repo(root),
+        check_run_id=run.whole("id"),
+        name=run.text("name"),
+        head_sha=Sha(run.text("head_sha")),
+        external_id=run.opt_text("external_id"),
+        pull_numbers=tuple(PrNumber(pr.whole("number")) for pr in run.objects("pull_requests")),
+    )
+
+
+def _installation(root: _Fields, action: str) -> InstallationEvent:
+    installation = root.obj("installation")
+    account = installation.opt_obj("account")
+    return InstallationEvent(
+        action=action,
+        installation_id=installation.whole("id"),
+        account=account.opt_text("login") if account else None,
+        repos=tuple(RepoName(r.text("full_name")) for r in root.objects("repositories")),
+    )
+
+
+def parse_event(event_name: str, payload: object) -> Event | UnknownEvent:
+    """The typed record of one delivery; :class:`BadInput` names a missing or mistyped field."""
+    if not isinstance(payload, dict):
+        raise BadInput(f"the body must be a JSON object, got {type(payload).__name__}")
+    root = _Fields(payload, "")
+    if event_name == "ping":
+        return _ping(root)
+    known = {
+        "pull_request": PULL_REQUEST_ACTIONS,
+        "issue_comment": ISSUE_COMMENT_ACTIONS,
+        "check_run": CHECK_RUN_ACTIONS,
+        "installation": None,
+        "push": None,
+    }
+    if event_name not in known:
+        return UnknownEvent(event_name, None, _lenient_repo(payload), "stackbot ignores this event")
+    if event_name == "push":
+        return _push(root)
+    action = root.text("action")
+    actions = known[event_name]
+    if actions is not None and action not in actions:
+        return UnknownEvent(
+            event_name, action, _lenient_repo(payload), f"stackbot ignores {event_name}.{action}"
+        )
+    if event_name == "pull_request":
+        return _pull_request(root, action)
+    if event_name == "issue_comment":
+        return _issue_comment(root, action)
+    if event_name == "check_run":
+        return _check_run(root, action)
+    return _installation(root, action)
+
+
+def _lenient_repo(payload: Mapping[str, Any]) -> RepoName | None:
+    repository = payload.get("repository")
+    name = repository.get("full_name") if isinstance(repository, dict) else None
+    return RepoName(name) if isinstance(name, str) else None
+
+
+# -- what an event leads to -------------------------------------------------------------------
+
+
+def ignore_reason(event: Event | UnknownEvent) -> str | None:
+    """Why the intake records a delivery without queueing work for it (None: queue it)."""
+    if isinstance(event, UnknownEvent):
+        return event.reason
+    if isinstance(event, PingEvent):
+        return "ping: nothing to do"
+    if isinstance(event, IssueCommentEvent) and not event.is_pull_request:
+        return "comment on an issue, not on a pull request"
+    if isinstance(event, PushEvent):
+        if event.branch is None:
+            return f"push to {event.ref}, not to a branch"
+        if event.deleted:
+            return f"branch {event.branch} was deleted"
+    return None
+
+
+def route_event(event: Event, *, base_branches: frozenset[str] = frozenset()) -> list[FollowUp]:
+    """The tasks one event asks for.
+
+    ``base_branches``: branches that open pull requests target, besides the repository's
+    default branch; a push to any of them moves a base.
+    """
+    if isinstance(event, PullRequestEvent):
+        key = f"sync_pull:{event.repo}:{event.number}"
+        payload = {"repo": event.repo, "number": event.number, "action": event.action}
+        return [FollowUp("sync_pull", payload, key)]
+    if isinstance(event, IssueCommentEvent) and event.is_pull_request:
+        key = f"pr_command:{event.repo}:{event.comment_id}:{event.updated_at}"
+        payload = {
+            "repo": event.repo,
+            "number": event.number,
+            "comment_id": event.comment_id,
+            "body": event.body,
+            "author": event.author,
+            "author_association": event.author_association,
+            "action": event.action,
+        }
+        return [FollowUp("pr_command", payload, key)]
+    if isinstance(event, PushEvent) and event.branch is not None and not event.deleted:
+        bases = base_branches | ({event.default_branch} if event.default_branch else set())
+        if event.branch not in bases:
+            return []
+        key = f"base_moved:{event.repo}:{event.ref}"
+        payload = {"repo": event.repo, "ref": event.ref, "branch": event.branch, "sha": event.after}
+        return [FollowUp("base_moved", payload, key)]
+    if isinstance(event, CheckRunEvent):
+        return [
+            FollowUp(
+                "retest",
+                {
+                    "repo": event.repo,
+                    "number": number,
+                    "head_sha": event.head_sha,
+                    "check_run_id": event.check_run_id,
+                    "name": event.name,
+                    "external_id": event.external_id,
+                },
+                f"retest:{event.repo}:{event.check_run_id}",
+            )
+            for number in event.pull_numbers
+        ]
+    return []

@@ -1,0 +1,1 @@
+"""Task workers and the durable task queue they share (see :mod:`stackbot.worker.queue`)."""

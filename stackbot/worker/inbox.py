@@ -1,0 +1,137 @@
+"""The webhook inbox: deliveries as GitHub sent them, and the task that processes each one.
+
+The intake calls :func:`record_delivery` once per delivery: one short transaction inserts the
+row (raw body kept, so it can be reprocessed) and, for deliveries worth acting on, enqueues a
+``process_delivery`` task. A repeated ``X-GitHub-Delivery`` inserts nothing and is reported as a
+duplicate, so GitHub's redeliveries are processed once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session, col
+
+from stackbot.db.models import PullRequest, Repository, WebhookDelivery
+from stackbot.errors import RetryLater
+from stackbot.worker import queue
+
+PROCESS_DELIVERY = "process_delivery"
+RECORDED, PROCESSED, IGNORED, FAILED = "recorded", "processed", "ignored", "failed"
+
+
+@dataclass(frozen=True)
+class RecordedDelivery:
+    row_id: int | None  # None: a duplicate, nothing was written
+    task_id: int | None  # None: recorded as ignored, or a duplicate
+
+    @property
+    def duplicate(self) -> bool:
+        return self.row_id is None
+
+
+def record_delivery(
+    engine: Engine,
+    *,
+    delivery_id: str,
+    event: str,
+    action: str | None,
+    repo: str | None,
+    body: bytes,
+    ignored_because: str | None,
+) -> RecordedDelivery:
+    """Durably record one delivery and, unless it is ignored, queue its processing.
+
+    Raises :class:`RetryLater` when the database cannot be written (the sender should redeliver).
+    """
+    try:
+        return _record(engine, delivery_id, event, action, repo, body, ignored_because)
+    except OperationalError as error:
+        raise RetryLater(f"the database cannot record the delivery now: {error.orig}") from error
+
+
+def _record(
+    engine: Engine,
+    delivery_id: str,
+    event: str,
+    action: str | None,
+    repo: str | None,
+    body: bytes,
+    ignored_because: str | None,
+) -> RecordedDelivery:
+    now = datetime.now(UTC)
+    values = {
+        "delivery_id": delivery_id,
+        "event": event,
+        "action": action,
+        "repo_full_name": repo,
+        "body": body,
+        "status": RECORDED if ignored_because is None else IGNORED,
+        "error": ignored_because,
+        "received_at": now,
+        "processed_at": None if ignored_because is None else now,
+    }
+    with queue.write_connection(engine) as conn, conn.begin():
+        dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        statement = (
+            dialect_insert(WebhookDelivery)
+            .values(values)
+            .on_conflict_do_nothing(index_elements=[col(WebhookDelivery.delivery_id)])
+            .returning(col(WebhookDelivery.id))
+        )
+        row_id = conn.execute(statement).scalar_one_or_none()
+        if row_id is None or ignored_because is not None:
+            return RecordedDelivery(row_id, None)
+        task_id = queue.enqueue_row(conn, PROCESS_DELIVERY, {"delivery": row_id})
+    return RecordedDelivery(row_id, task_id)
+
+
+def load_delivery(engine: Engine, row_id: int) -> WebhookDelivery | None:
+    with Session(engine) as session:
+        delivery = session.get(WebhookDelivery, row_id)
+        if delivery is not None:
+            session.expunge(delivery)
+    return delivery
+
+
+def mark_delivery(session: Session, row_id: int, status: str, reason: str | None = None) -> None:
+    session.execute(
+        update(WebhookDelivery)
+        .where(col(WebhookDelivery.id) == row_id)
+        .values(status=status, error=reason, processed_at=datetime.now(UTC))
+    )
+
+
+def count_deliveries(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(WebhookDelivery)).scalar_one())
+
+
+def open_base_branches(engine: Engine, repo: str) -> frozenset[str]:
+    """Branches the repository's open pull requests target: a push to one moves a base."""
+    statement = (
+        select(col(PullRequest.base_ref))
+        .join(Repository, col(Repository.id) == col(PullRequest.repo_id))
+        .where((col(Repository.full_name) == repo) & (col(PullRequest.state) == "open"))
+        .distinct()
+    )
+    with engine.connect() as conn:
+        return frozenset(str(ref) for ref in conn.execute(statement).scalars())
+
+
+def record_installation(
+    session: Session, installation_id: int | None, repos: tuple[str, ...]
+) -> int:
+    """Set (or, with None, clear) the installation id of the repositories stackbot knows."""
+    if not repos:
+        return 0
+    result = session.execute(
+        update(Repository)
+        .where(col(Repository.full_name).in_(list(repos)))
+        .values(installation_id=installation_id)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
