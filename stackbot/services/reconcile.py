@@ -1,0 +1,114 @@
+"""The ``reconcile`` task: repair what lost webhook deliveries missed (GitHub does not redeliver).
+
+Every ``settings.worker.reconcile_interval_s`` seconds, per repository with tracked series:
+list its open PRs, compare each with the stored row (head, state, base, draft, title, body),
+and queue ``sync_pull`` for every PR that differs, that stackbot has never seen, or that is
+stored as open but GitHub no longer lists as open. The sync does the rest (graph, approvals,
+integration). A payload without ``repo`` fans out to every tracked repository.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from stackbot.db import github_store as store
+from stackbot.db.engine import session_scope
+from stackbot.db.models import PullRequest
+from stackbot.domain.records import PrRecord
+from stackbot.services.sync import SYNC_PULL
+from stackbot.worker import queue
+from stackbot.worker.registry import TaskContext, TaskRegistry
+
+log = logging.getLogger(__name__)
+
+RECONCILE = "reconcile"
+
+
+@dataclass(frozen=True)
+class Drift:
+    number: int
+    why: str  # "new", "head abc1234 → def5678", "closed on GitHub", ...
+
+
+def find_drift(stored: list[PullRequest], open_on_github: list[PrRecord]) -> list[Drift]:
+    """Which PRs the database has wrong, judged from GitHub's list of open PRs (pure)."""
+    rows = {row.number: row for row in stored}
+    listed = {pr.number for pr in open_on_github}
+    drift = [d for pr in open_on_github if (d := _compare(rows.get(pr.number), pr)) is not None]
+    drift += [
+        Drift(row.number, "stored as open, no longer open on GitHub")
+        for row in stored
+        if row.state == "open" and row.number not in listed
+    ]
+    return sorted(drift, key=lambda d: d.number)
+
+
+def _compare(row: PullRequest | None, pr: PrRecord) -> Drift | None:
+    if row is None:
+        return Drift(pr.number, "not stored yet")
+    if row.head_sha != pr.head_sha:
+        return Drift(pr.number, f"head {row.head_sha[:7]} → {pr.head_sha[:7]}")
+    if row.state != pr.state:
+        return Drift(pr.number, f"state {row.state} → {pr.state}")
+    for name in ("base_ref", "draft", "title"):
+        if getattr(row, name) != getattr(pr, name):
+            return Drift(pr.number, f"{name} changed")
+    if (row.body or "") != (pr.body or ""):
+        return Drift(pr.number, "body changed")
+    return None
+
+
+def reconcile_repo(engine: Engine, client: Any, *, repo: str) -> list[Drift]:
+    open_prs: list[PrRecord] = list(client.list_open_pulls(repo))
+    with session_scope(engine) as session:
+        repository = store.get_repository(session, full_name=repo)
+        stored = (
+            []
+            if repository is None or repository.id is None
+            else store.list_pulls(session, repo_id=repository.id)
+        )
+        drift = find_drift(stored, open_prs)
+    return drift
+
+
+def schedule_reconcile(session: Session, *, repo: str | None, delay_s: float = 0.0) -> None:
+    """Queue a reconcile of ``repo`` (every tracked repository when None) after ``delay_s``."""
+    run_after = queue.utcnow() + timedelta(seconds=delay_s)
+    key = f"{RECONCILE}:{repo or '*'}"
+    queue.enqueue(session, RECONCILE, {"repo": repo}, dedupe_key=key, run_after=run_after)
+
+
+def _scheduler(repo: str | None, delay_s: float) -> Callable[[Session], None]:
+    return lambda session: schedule_reconcile(session, repo=repo, delay_s=delay_s)
+
+
+def handle_reconcile(ctx: TaskContext) -> None:
+    repo = ctx.payload.get("repo")
+    interval = ctx.settings.worker.reconcile_interval_s
+    if repo is None:
+        with session_scope(ctx.engine) as session:
+            repos = [r.full_name for r in store.tracked_repositories(session)]
+        log.info("reconcile: %d tracked repositories", len(repos))
+        for name in repos:
+            ctx.on_completion(_scheduler(name, 0.0))
+        # Repositories that become tracked later are picked up by the next round.
+        ctx.on_completion(_scheduler(None, interval))
+        return
+    drift = reconcile_repo(ctx.engine, ctx.github(), repo=str(repo))
+    for item in drift:
+        log.info("reconcile %s#%d: %s", repo, item.number, item.why)
+        payload = {"repo": repo, "number": item.number, "action": "reconcile"}
+        ctx.enqueue(SYNC_PULL, payload, dedupe_key=f"{SYNC_PULL}:{repo}:{item.number}")
+    log.info("reconcile %s: %d PRs to sync; next in %.0f s", repo, len(drift), interval)
+    ctx.on_completion(_scheduler(str(repo), interval))
+
+
+def register_tasks(registry: TaskRegistry) -> None:
+    registry.add(RECONCILE, handle_reconcile)

@@ -1,0 +1,288 @@
+"""Build a PR's :class:`~stackbot.domain.report.PrReportView` from what the database holds.
+
+This is the one place that reads stored integration runs, jobs and approvals for reports;
+rendering (pure) and publishing (GitHub writes) take the view from here.
+
+Which data a view shows: the approval of the PR's current head (else the latest earlier one,
+to say it does not carry over); the stored dependency edges; the newest stack run of the PR that
+used its current head, and the tests of that run; the newest series run of its series; and for
+each test job the newest baseline job on the run's base commit with the same test set and shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from stackbot.config import Settings
+from stackbot.db import github_store as store
+from stackbot.db.models import IntegrationRun, IntegrationStep, Job, PullRequest, TestResult
+from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
+from stackbot.domain.report import (
+    AllowlistView,
+    ApprovalView,
+    IntegrationView,
+    PrRef,
+    PrReportView,
+    ReusedFrom,
+    StackView,
+    StepView,
+    TestRow,
+)
+from stackbot.errors import BadInput
+
+FINISHED = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
+
+
+def build_report_views(
+    session: Session, settings: Settings, *, repo: str, numbers: Sequence[int]
+) -> list[PrReportView]:
+    views = [build_report_view(session, settings, repo=repo, number=n) for n in numbers]
+    return [view for view in views if view is not None]
+
+
+def build_report_view(
+    session: Session, settings: Settings, *, repo: str, number: int
+) -> PrReportView | None:
+    repository = store.get_repository(session, full_name=repo)
+    if repository is None or repository.id is None:
+        return None
+    repo_id = repository.id
+    pr = store.get_pull(session, repo_id=repo_id, number=number)
+    if pr is None:
+        return None
+    base_url = settings.public_url.rstrip("/")
+    keys = store.series_keys_of(session, repo_id=repo_id, number=number)
+    series_key = keys[0] if keys else None
+    stack_run = _latest_run(
+        session, repo_id, kind="stack", target_pr=number, head=(number, pr.head_sha)
+    )
+    series_run = (
+        _latest_run(session, repo_id, kind="series", series_key=series_key) if series_key else None
+    )
+    generated = set(settings.generated_files)
+    tests, main_sha = _test_rows(session, stack_run, base_url) if stack_run else ((), None)
+    return PrReportView(
+        repo=repo,
+        pr=_ref(pr),
+        head_sha=pr.head_sha,
+        approval=_approval(session, repo_id, pr),
+        stack=_stack(session, repo_id, number, series_key),
+        stack_integration=_integration(session, stack_run, generated, base_url),
+        series_integration=_integration(session, series_run, generated, base_url),
+        allowlist=_allowlist(stack_run or series_run, settings),
+        tests=tests,
+        tested_commit=stack_run.final_commit if stack_run and tests else None,
+        main_sha=main_sha,
+        url=f"{base_url}/pulls/{number}",
+    )
+
+
+def _ref(pr: PullRequest) -> PrRef:
+    state = "merged" if pr.merged else pr.state
+    return PrRef(pr.number, pr.title, state, pr.draft, pr.superseded_by)
+
+
+def _approval(session: Session, repo_id: int, pr: PullRequest) -> ApprovalView:
+    approvals = store.approvals_of(session, repo_id=repo_id, pr_number=pr.number)
+    current = next((a for a in approvals if a.sha == pr.head_sha), None)
+    if current is not None:
+        if current.kind == "trusted":
+            return ApprovalView("trusted", by=current.vetter)
+        return ApprovalView("approved", by=current.vetter)
+    earlier = approvals[-1].sha if approvals else None
+    return ApprovalView("waiting", earlier_sha=earlier)
+
+
+def _stack(session: Session, repo_id: int, number: int, series_key: str | None) -> StackView:
+    edges = store.list_edges(session, repo_id=repo_id)
+    parents = sorted({e.parent for e in edges if e.child == number})
+    children = sorted({e.child for e in edges if e.parent == number})
+    rows = {row.number: row for row in store.list_pulls(session, repo_id=repo_id)}
+
+    def refs(numbers: list[int]) -> tuple[PrRef, ...]:
+        return tuple(_ref(rows[n]) if n in rows else PrRef(n, state="unknown") for n in numbers)
+
+    problems: list[str] = []
+    for series in store.list_series(session, repo_id=repo_id):
+        if series.key == series_key:
+            problems = [p["detail"] for p in series.problems if number in p.get("prs", ())]
+    return StackView(series_key, refs(parents), refs(children), tuple(problems))
+
+
+def _latest_run(
+    session: Session,
+    repo_id: int,
+    *,
+    kind: str,
+    target_pr: int | None = None,
+    series_key: str | None = None,
+    head: tuple[int, str] | None = None,
+) -> IntegrationRun | None:
+    statement = select(IntegrationRun).where(
+        IntegrationRun.repo_id == repo_id, IntegrationRun.kind == kind
+    )
+    if target_pr is not None:
+        statement = statement.where(IntegrationRun.target_pr == target_pr)
+    if series_key is not None:
+        statement = statement.where(IntegrationRun.series_key == series_key)
+    for run in session.exec(statement.order_by(col(IntegrationRun.id).desc()).limit(20)):
+        # A stack run of an older head says nothing about the current one.
+        if head is None or run.heads.get(str(head[0])) == head[1]:
+            return run
+    return None
+
+
+def _integration(
+    session: Session, run: IntegrationRun | None, generated: set[str], base_url: str
+) -> IntegrationView | None:
+    if run is None:
+        return None
+    steps = session.exec(
+        select(IntegrationStep)
+        .where(IntegrationStep.run_id == run.id)
+        .order_by(col(IntegrationStep.position))
+    ).all()
+    return IntegrationView(
+        kind="series" if run.kind == "series" else "stack",
+        status=run.status,
+        base_ref=run.base_ref,
+        base_sha=run.base_sha,
+        commit=run.final_commit,
+        steps=tuple(_step(step, generated) for step in steps),
+        error=run.error,
+        url=f"{base_url}/runs/{run.id}",
+    )
+
+
+def _step(step: IntegrationStep, generated: set[str]) -> StepView:
+    paths = [str(c.get("path", "")) for c in step.conflicts]
+    return StepView(
+        pr=step.pr_number,
+        outcome=step.outcome,
+        conflicting_paths=tuple(p for p in paths if p not in generated),
+        conflicts_with=tuple(step.conflicts_with),
+        resolved_files=tuple(p for p in paths if p in generated),
+        resolution=step.resolution,
+        skipped_reason=step.skipped_reason,
+    )
+
+
+def _allowlist(run: IntegrationRun | None, settings: Settings) -> AllowlistView | None:
+    """Reads the run's allowlist summary, whichever of the integration's shapes it was
+    stored in (``total``/``base_total``/``new`` or ``total_after``/``total_before``/``new_reads``)."""
+    data = run.allowlist if run is not None else None
+    if not data:
+        return None
+    path = str(data.get("path") or (settings.generated_files or ["allowlist"])[0])
+    return AllowlistView(
+        path=path,
+        total_before=_int(data.get("total_before", data.get("base_total"))),
+        total_after=_int(data.get("total_after", data.get("total"))),
+        new_reads=_texts(data.get("new_reads", data.get("new"))),
+        stale_dropped=_texts(data.get("stale")),
+        unparsed=_texts(data.get("unparsed")),
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    if isinstance(value, dict):  # {path: reason}
+        return tuple(sorted(str(key) for key in value))
+    if not isinstance(value, list):
+        return ()
+    return tuple(_entry_text(item) for item in value)
+
+
+def _entry_text(item: Any) -> str:
+    if isinstance(item, dict):  # a tally: {"path", "entry", "count"} or similar
+        text = ":".join(str(item[k]) for k in ("path", "entry") if k in item) or str(item)
+        count = item.get("count")
+        return f"{text} ×{count}" if isinstance(count, int) and count > 1 else text
+    return str(item)
+
+
+# -- tests ------------------------------------------------------------------------------------
+
+
+def _test_rows(
+    session: Session, run: IntegrationRun, base_url: str
+) -> tuple[tuple[TestRow, ...], str | None]:
+    jobs = session.exec(
+        select(Job).where(Job.integration_run_id == run.id).order_by(col(Job.id))
+    ).all()
+    newest: dict[tuple[str, str], Job] = {}
+    for job in jobs:
+        newest[(job.test_set, job.shape)] = job
+    baselines = _baselines(session, run)
+    rows = tuple(
+        _row(session, job, baselines.get(label), base_url) for label, job in sorted(newest.items())
+    )
+    return rows, (run.base_sha or None) if rows else None
+
+
+def _baselines(session: Session, run: IntegrationRun) -> dict[tuple[str, str], Job]:
+    if not run.base_sha:
+        return {}
+    found: dict[tuple[str, str], Job] = {}
+    statement = (
+        select(Job)
+        .where(
+            Job.repo_id == run.repo_id,
+            Job.kind == "baseline",
+            Job.commit_sha == run.base_sha,
+            col(Job.status).in_(list(FINISHED)),
+        )
+        .order_by(col(Job.id))
+    )
+    for job in session.exec(statement):
+        found[(job.test_set, job.shape)] = job  # the newest wins
+    return found
+
+
+def _row(session: Session, job: Job, baseline: Job | None, base_url: str) -> TestRow:
+    comparison = None
+    if job.status in FINISHED:
+        here = _outcomes(session, job)
+        if here is not None:
+            main = _outcomes(session, baseline) if baseline is not None else None
+            comparison = compare_with_main(here, main)
+    reused = None
+    if job.reused_from_job_id is not None:
+        source = session.get(Job, job.reused_from_job_id)
+        reused = ReusedFrom(source.integration_run_id if source else None, job.reused_from_job_id)
+    return TestRow(
+        test_set=job.test_set,
+        shape=job.shape,
+        status=job.status,
+        comparison=comparison,
+        reused_from=reused,
+        url=f"{base_url}/jobs/{job.id}",
+        error=(job.error or "").strip().splitlines()[-1][:200] if job.error else None,
+    )
+
+
+def _outcomes(session: Session, job: Job) -> TestOutcomes | None:
+    """The job's results: its stored result JSON, else its per-test rows, else its counts."""
+    if job.result:
+        try:
+            return TestOutcomes.from_result_json({**job.result, "status": job.status})
+        except BadInput:
+            pass  # an unreadable result: fall back to what else the job recorded
+    tests = {
+        row.nodeid: row.outcome
+        for row in session.exec(select(TestResult).where(TestResult.job_id == job.id))
+    }
+    if tests:
+        return TestOutcomes(job.status, Counts.of_tests(tests), tests)
+    if job.counts:
+        try:
+            return TestOutcomes(job.status, Counts.from_mapping(job.counts), {})
+        except BadInput:
+            return None
+    return None

@@ -1,0 +1,233 @@
+"""Publish report views on GitHub: one sticky comment per PR and one check run per test set
+and shape on the PR's head SHA.
+
+Writes are coalesced and skipped when nothing changed: each PR gets at most one comment write
+and one write per check run per call, and none at all when the rendered text hashes to what was
+written last time (``Report.comment_hash``, ``Report.check_runs``). The sticky comment is found
+by its stored id, else by the hidden marker among the PR's comments (the database may have been
+reset), else created. Where the App may not write check runs (``ChecksNotPermitted``), commit
+statuses (context ``stackbot/<test set> <shape>``) carry the same verdicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+
+from stackbot.adapters import github_errors as gh
+from stackbot.db import github_store as store
+from stackbot.db.engine import session_scope
+from stackbot.domain.report import (
+    MARKER,
+    CheckRunContent,
+    PrReportView,
+    render_check_run,
+    render_sticky_comment,
+)
+
+log = logging.getLogger(__name__)
+
+STATUS_DESCRIPTION_LIMIT = 140  # GitHub's limit for a commit status description
+# Check run conclusion -> commit status state (statuses know no neutral or cancelled).
+_STATUS_STATE = {
+    None: "pending",
+    "success": "success",
+    "neutral": "success",
+    "failure": "failure",
+    "timed_out": "error",
+    "cancelled": "error",
+    "action_required": "failure",
+}
+
+
+@dataclass
+class PublishCounts:
+    """What one publish call wrote (for logs, progress and tests)."""
+
+    comments_created: int = 0
+    comments_edited: int = 0
+    checks_created: int = 0
+    checks_updated: int = 0
+    statuses: int = 0
+    skipped: int = 0
+    prs: list[int] = field(default_factory=list)
+
+    @property
+    def writes(self) -> int:
+        return (
+            self.comments_created
+            + self.comments_edited
+            + self.checks_created
+            + self.checks_updated
+            + self.statuses
+        )
+
+
+def digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def publish_reports(
+    engine: Engine, client: Any, repo: str, views: Sequence[PrReportView]
+) -> PublishCounts:
+    """Bring every view's PR up to date on GitHub; the last view of a PR wins."""
+    latest = {view.pr.number: view for view in views}
+    counts = PublishCounts()
+    for number in sorted(latest):
+        _publish_one(engine, client, repo, latest[number], counts)
+        counts.prs.append(number)
+    log.info("published %s: %d writes, %d skipped", repo, counts.writes, counts.skipped)
+    return counts
+
+
+def _publish_one(
+    engine: Engine, client: Any, repo: str, view: PrReportView, counts: PublishCounts
+) -> None:
+    number = view.pr.number
+    with session_scope(engine) as session:
+        repository = store.get_repository(session, full_name=repo)
+        if repository is None or repository.id is None:
+            raise LookupError(f"{repo} is not stored; sync its pull requests before reporting")
+        repo_id = repository.id
+        report = store.get_report(session, repo_id=repo_id, pr_number=number)
+        comment_id = report.comment_id if report else None
+        comment_hash = report.comment_hash if report else None
+        checks = dict(report.check_runs) if report else {}
+    body = render_sticky_comment(view)
+    body_hash = digest(body)
+    if comment_id is None or comment_hash != body_hash:
+        comment_id = _write_comment(client, repo, number, comment_id, body, counts)
+        comment_hash = body_hash
+    else:
+        counts.skipped += 1
+    # Check runs belong to a commit: only the current head's are kept.
+    head_checks = dict(checks.get(view.head_sha, {}))
+    for row in view.tests:
+        content = render_check_run(view, row.test_set, row.shape)
+        target = CheckTarget(view.head_sha, row.url, f"{number}/{row.test_set}/{row.shape}")
+        head_checks[row.label] = _write_check(
+            client, repo, target, content, head_checks.get(row.label), counts
+        )
+    with session_scope(engine) as session:
+        store.save_report(
+            session,
+            repo_id=repo_id,
+            pr_number=number,
+            comment_id=comment_id,
+            comment_hash=comment_hash,
+            check_runs={view.head_sha: head_checks} if head_checks else {},
+        )
+
+
+def _write_comment(
+    client: Any, repo: str, number: int, comment_id: int | None, body: str, counts: PublishCounts
+) -> int:
+    if comment_id is None:
+        found = find_sticky_comment(client, repo, number)
+        if found is not None:
+            comment_id, old_body = found
+            if old_body == body:
+                counts.skipped += 1
+                return comment_id
+    if comment_id is not None:
+        try:
+            client.edit_comment(repo, comment_id, body)
+            counts.comments_edited += 1
+            return comment_id
+        except gh.NotFound:
+            log.info(
+                "%s#%d: sticky comment %d was deleted; posting a new one", repo, number, comment_id
+            )
+    new_id = int(client.create_comment(repo, number, body))
+    counts.comments_created += 1
+    return new_id
+
+
+def find_sticky_comment(client: Any, repo: str, number: int) -> tuple[int, str] | None:
+    """The first comment on the PR that starts with the marker (a quote of it starts with ``>``)."""
+    for comment in client.list_issue_comments(repo, number):
+        if comment.body.startswith(MARKER) and comment.id is not None:
+            return int(comment.id), comment.body
+    return None
+
+
+@dataclass(frozen=True)
+class CheckTarget:
+    head_sha: str
+    details_url: str | None
+    external_id: str  # "<pr>/<test set>/<shape>": what a "re-run" request names
+
+
+def _write_check(
+    client: Any,
+    repo: str,
+    target: CheckTarget,
+    content: CheckRunContent,
+    stored: dict[str, Any] | None,
+    counts: PublishCounts,
+) -> dict[str, Any]:
+    content_hash = digest(
+        content.status, content.conclusion, content.title, content.summary, content.text
+    )
+    if stored is not None and stored.get("hash") == content_hash:
+        counts.skipped += 1
+        return stored
+    if stored is None or stored.get("kind") != "status":
+        try:
+            run_id = _create_or_update_check(client, repo, target, content, stored, counts)
+            return {"kind": "check", "id": run_id, "hash": content_hash}
+        except gh.ChecksNotPermitted:
+            log.info("%s: check runs not permitted; using commit statuses", repo)
+    state = _STATUS_STATE[content.conclusion]
+    client.create_commit_status(
+        repo,
+        target.head_sha,
+        state=state,
+        context=content.name.replace("stackbot / ", "stackbot/"),
+        description=content.title[:STATUS_DESCRIPTION_LIMIT],
+        target_url=target.details_url,
+    )
+    counts.statuses += 1
+    return {"kind": "status", "hash": content_hash}
+
+
+def _create_or_update_check(
+    client: Any,
+    repo: str,
+    target: CheckTarget,
+    content: CheckRunContent,
+    stored: dict[str, Any] | None,
+    counts: PublishCounts,
+) -> int:
+    if stored is not None and stored.get("id") is not None:
+        client.update_check_run(
+            repo,
+            int(stored["id"]),
+            status=content.status,
+            conclusion=content.conclusion,
+            title=content.title,
+            summary=content.summary,
+            text=content.text,
+        )
+        counts.checks_updated += 1
+        return int(stored["id"])
+    run_id = client.create_check_run(
+        repo,
+        target.head_sha,
+        content.name,
+        status=content.status,
+        conclusion=content.conclusion,
+        title=content.title,
+        summary=content.summary,
+        text=content.text,
+        details_url=target.details_url,
+        external_id=target.external_id,
+    )
+    counts.checks_created += 1
+    return int(run_id)

@@ -1,0 +1,193 @@
+"""The ``sync_pull`` task: bring one PR's stored state up to date with GitHub, rebuild the
+repository's series graph, record trusted authors' automatic approvals, and ask for an
+integration of every series the change touches.
+
+Webhooks say *that* a PR changed; this task fetches *what* it is now, so a delayed, duplicated
+or reordered delivery still leaves the database matching GitHub.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from stackbot.config import Settings
+from stackbot.db import github_store as store
+from stackbot.db.engine import session_scope
+from stackbot.db.models import PullRequest
+from stackbot.domain.commands import is_trusted_author
+from stackbot.domain.records import PrRecord
+from stackbot.domain.series import SeriesGraph, build_series_graph
+from stackbot.errors import BadInput
+from stackbot.worker.registry import TaskContext, TaskRegistry
+
+log = logging.getLogger(__name__)
+
+INTEGRATE = "integrate"
+SYNC_PULL = "sync_pull"
+# What a PR row holds that changes an integration (a new title alone does not).
+_RELEVANT = ("head_sha", "state", "merged", "draft", "base_ref", "base_sha", "body", "stack")
+
+
+@dataclass(frozen=True)
+class SyncOutcome:
+    repo: str
+    number: int
+    changed: bool  # anything an integration depends on moved (or a new approval)
+    series_keys: tuple[str, ...]  # series the PR belongs to now or belonged to before
+    auto_approved: bool
+    head_sha: str
+    is_open: bool
+
+
+def integrate_follow_up(
+    repo: str, series_key: str | None, number: int, reason: str
+) -> tuple[dict[str, Any], str]:
+    """Payload and dedupe key of the ``integrate`` task. A PR in no series is integrated on its
+    own, under the key ``pr-#N``."""
+    key = series_key or f"pr-#{number}"
+    payload = {"repo": repo, "series_key": series_key, "number": number, "reason": reason}
+    return payload, f"{INTEGRATE}:{repo}:{key}"
+
+
+def sync_pull_request(
+    engine: Engine, client: Any, settings: Settings, *, repo: str, number: int
+) -> SyncOutcome:
+    """Fetch PR ``number`` of ``repo`` and store it, its graph, and an automatic approval."""
+    record = fetch_pull(client, repo, number)
+    trusted = record.is_open and _is_trusted(client, settings, record)
+    with session_scope(engine) as session:
+        repository = store.upsert_repository(
+            session, full_name=repo, clone_url=_clone_url(client, settings, repo)
+        )
+        assert repository.id is not None
+        before = store.get_pull(session, repo_id=repository.id, number=number)
+        fingerprint = _fingerprint(before)
+        keys_before = store.series_keys_of(session, repo_id=repository.id, number=number)
+        row = store.save_pull(session, repo_id=repository.id, record=record)
+        changed = fingerprint != _fingerprint(row)
+        rebuild_graph(session, repo=repo, repo_id=repository.id)
+        keys_after = store.series_keys_of(session, repo_id=repository.id, number=number)
+        approved = trusted and store.add_approval(
+            session,
+            repo_id=repository.id,
+            pr_number=number,
+            sha=record.head_sha,
+            vetter=record.author,
+            kind="trusted",
+        )
+    return SyncOutcome(
+        repo=repo,
+        number=number,
+        changed=changed or approved or keys_before != keys_after,
+        series_keys=tuple(sorted(set(keys_before) | set(keys_after))),
+        auto_approved=approved,
+        head_sha=record.head_sha,
+        is_open=record.is_open,
+    )
+
+
+def fetch_pull(client: Any, repo: str, number: int) -> PrRecord:
+    """The PR with its commits and comments (what the graph and the trustee rule read)."""
+    record: PrRecord = client.get_pull(repo, number)
+    commits = tuple(client.list_pull_commits(repo, number))
+    comments = tuple(client.list_issue_comments(repo, number))
+    return dataclasses.replace(record, commits=commits, comments=comments)
+
+
+def rebuild_graph(session: Session, *, repo: str, repo_id: int) -> SeriesGraph:
+    """Rebuild the repository's graph from every stored PR and store edges, series, and who
+    supersedes whom."""
+    records = [store.pr_record(row) for row in store.list_pulls(session, repo_id=repo_id)]
+    graph = build_series_graph(records, repo=repo)
+    store.replace_graph(
+        session,
+        repo_id=repo_id,
+        edges=[(edge.child, edge.parent, edge.source) for edge in graph.edges],
+        series=[_series_data(graph, info) for info in graph.series],
+    )
+    store.set_superseded(
+        session, repo_id=repo_id, superseded={int(k): int(v) for k, v in graph.superseded.items()}
+    )
+    return graph
+
+
+def _series_data(graph: SeriesGraph, info: Any) -> store.SeriesData:
+    members = set(info.prs)
+    problems = tuple(
+        {"kind": p.kind, "prs": list(p.prs), "detail": p.detail}
+        for p in graph.problems
+        if members & set(p.prs)
+    )
+    return store.SeriesData(
+        key=info.key,
+        order=tuple(info.order),
+        tracking_issue=info.tracking_issue,
+        root_pr=info.root,
+        problems=problems,
+    )
+
+
+def _fingerprint(row: PullRequest | None) -> tuple[Any, ...] | None:
+    return None if row is None else tuple(getattr(row, name) for name in _RELEVANT)
+
+
+def _is_trusted(client: Any, settings: Settings, record: PrRecord) -> bool:
+    vetting = settings.vetting
+    authors: Sequence[str | None] = [getattr(c, "author", None) for c in record.commits]
+    configured = record.author.lower() in {name.lower() for name in vetting.trusted_authors}
+    org_member = not configured and any(
+        client.is_org_member(org, record.author) for org in vetting.trusted_orgs
+    )
+    return is_trusted_author(
+        record.author,
+        trusted_authors=vetting.trusted_authors,
+        org_member=org_member,
+        commit_authors=authors,
+    )
+
+
+def _clone_url(client: Any, settings: Settings, repo: str) -> str:
+    url = getattr(client, "clone_url", None)
+    if callable(url):
+        return str(url(repo))
+    return f"https://github.com/{repo}.git"
+
+
+# -- the task ---------------------------------------------------------------------------------
+
+
+def handle_sync_pull(ctx: TaskContext) -> None:
+    repo, number = _repo_and_number(ctx.payload)
+    outcome = sync_pull_request(ctx.engine, ctx.github(), ctx.settings, repo=repo, number=number)
+    if not outcome.changed:
+        log.info("sync %s#%d: nothing an integration depends on changed", repo, number)
+        return
+    reason = f"#{number} changed ({ctx.payload.get('action') or 'sync'})"
+    if outcome.auto_approved:
+        reason = f"#{number} at {outcome.head_sha[:7]} is by a trusted author"
+    keys: tuple[str | None, ...] = outcome.series_keys
+    if not keys:  # a PR on its own: integrated alone while open
+        keys = (None,) if outcome.is_open else ()
+    for key in keys:
+        payload, dedupe = integrate_follow_up(repo, key, number, reason)
+        ctx.enqueue(INTEGRATE, payload, dedupe_key=dedupe)
+
+
+def _repo_and_number(payload: dict[str, Any]) -> tuple[str, int]:
+    repo, number = payload.get("repo"), payload.get("number")
+    if not isinstance(repo, str) or repo.count("/") != 1:
+        raise BadInput(f"the task payload needs 'repo' as 'owner/name', got {repo!r}")
+    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+        raise BadInput(f"the task payload needs a positive integer 'number', got {number!r}")
+    return repo, number
+
+
+def register_tasks(registry: TaskRegistry) -> None:
+    registry.add(SYNC_PULL, handle_sync_pull)

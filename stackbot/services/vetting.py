@@ -1,0 +1,230 @@
+"""The ``pr_command`` task: act on a command in a PR comment, or say in one reply why not.
+
+- ``/ok to test <sha>``: the commenter must be a vetter (configured, a collaborator with one of
+  ``settings.vetting.vetter_permissions``, or a member of a trusted org); the SHA must name the
+  PR's current head (see :mod:`stackbot.domain.commands`). An accepted approval is stored for
+  that commit only and the PR's series is queued for integration.
+- ``/stackbot retest [TEST_SET]`` (vetters): queues ``retest``.
+- ``/stackbot status``: replies with the PR's state as stored.
+
+Edited comments count only for ``/ok to test`` naming the current head; anything else in an
+edit is ignored silently. Comments without a command are ignored silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+
+from stackbot.config import Settings
+from stackbot.db import github_store as store
+from stackbot.db.engine import session_scope
+from stackbot.domain.commands import (
+    OkToTest,
+    Retest,
+    Status,
+    Unknown,
+    command_usage_reply,
+    decide_ok_to_test,
+    parse_command,
+    retest_refusal,
+)
+from stackbot.domain.report import render_status_reply
+from stackbot.errors import BadInput
+from stackbot.services.report_views import build_report_view
+from stackbot.services.sync import integrate_follow_up, sync_pull_request
+from stackbot.worker.registry import TaskContext, TaskRegistry
+
+log = logging.getLogger(__name__)
+
+PR_COMMAND = "pr_command"
+RETEST = "retest"
+
+
+@dataclass(frozen=True)
+class CommandRequest:
+    repo: str
+    number: int
+    comment_id: int
+    author: str
+    body: str
+    edited: bool
+    is_pull_request: bool = True
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> CommandRequest:
+        repo, number = payload.get("repo"), payload.get("number")
+        comment_id, author = payload.get("comment_id"), payload.get("author")
+        if not isinstance(repo, str) or repo.count("/") != 1:
+            raise BadInput(f"pr_command needs 'repo' as 'owner/name', got {repo!r}")
+        if not isinstance(number, int) or isinstance(number, bool):
+            raise BadInput(f"pr_command needs an integer 'number', got {number!r}")
+        if not isinstance(comment_id, int) or not isinstance(author, str):
+            raise BadInput("pr_command needs an integer 'comment_id' and an 'author' login")
+        return cls(
+            repo=repo,
+            number=number,
+            comment_id=comment_id,
+            author=author,
+            body=str(payload.get("body") or ""),
+            edited=payload.get("action") == "edited",
+            is_pull_request=bool(payload.get("is_pull_request", True)),
+        )
+
+
+@dataclass
+class CommandOutcome:
+    reply: str | None = None
+    follow_ups: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+    approved_sha: str | None = None
+
+
+def is_vetter(client: Any, settings: Settings, repo: str, login: str) -> bool:
+    """Configured vetters first (no request), then the repository permission, then orgs."""
+    vetting = settings.vetting
+    if login.lower() in {name.lower() for name in vetting.vetters}:
+        return True
+    if client.collaborator_permission(repo, login) in vetting.vetter_permissions:
+        return True
+    return any(client.is_org_member(org, login) for org in vetting.trusted_orgs)
+
+
+def run_command(
+    engine: Engine, client: Any, settings: Settings, request: CommandRequest
+) -> CommandOutcome:
+    """What a comment asks for: a reply and the tasks to queue (nothing for non-commands)."""
+    command = parse_command(request.body)
+    if command is None:
+        return CommandOutcome()
+    if isinstance(command, OkToTest):
+        return ok_to_test(engine, client, settings, request, command)
+    if request.edited:
+        return CommandOutcome()  # only /ok to test counts in an edit
+    if isinstance(command, Retest):
+        return retest(client, settings, request, command)
+    if isinstance(command, Status):
+        return status(engine, client, settings, request)
+    assert isinstance(command, Unknown)
+    return CommandOutcome(reply=command_usage_reply(command))
+
+
+def ok_to_test(
+    engine: Engine, client: Any, settings: Settings, request: CommandRequest, command: OkToTest
+) -> CommandOutcome:
+    if not request.is_pull_request or not is_vetter(client, settings, request.repo, request.author):
+        # Refused before looking at the PR: a non-vetter learns nothing about its commits.
+        decision = decide_ok_to_test(
+            command=command,
+            pr_head_sha="",
+            commenter=request.author,
+            commenter_is_vetter=False,
+            is_pull_request=request.is_pull_request,
+            edited=request.edited,
+        )
+        return CommandOutcome(reply=decision.reply)
+    synced = sync_pull_request(engine, client, settings, repo=request.repo, number=request.number)
+    with session_scope(engine) as session:
+        repository = store.get_repository(session, full_name=request.repo)
+        assert repository is not None and repository.id is not None
+        row = store.get_pull(session, repo_id=repository.id, number=request.number)
+        assert row is not None
+        others = {
+            pr.number: pr.head_sha
+            for pr in store.list_pulls(session, repo_id=repository.id, open_only=True)
+            if pr.number != request.number and pr.head_sha
+        }
+        decision = decide_ok_to_test(
+            command=command,
+            pr_head_sha=row.head_sha,
+            commenter=request.author,
+            commenter_is_vetter=True,
+            is_pull_request=True,
+            edited=request.edited,
+            previous_heads=row.head_history,
+            other_pr_heads=others,
+            pr_commits=[commit["sha"] for commit in row.commits],
+        )
+        if decision.accepted:
+            assert decision.sha is not None
+            store.add_approval(
+                session,
+                repo_id=repository.id,
+                pr_number=request.number,
+                sha=decision.sha,
+                vetter=request.author,
+                kind="ok_to_test",
+                comment_id=request.comment_id,
+            )
+    outcome = CommandOutcome(reply=decision.reply, approved_sha=decision.sha)
+    if decision.accepted or synced.changed:
+        why = f"#{request.number} changed"
+        if decision.sha:
+            why = f"{request.author} approved {decision.sha[:7]} of #{request.number}"
+        for key in synced.series_keys or (None,):
+            payload, dedupe = integrate_follow_up(request.repo, key, request.number, why)
+            outcome.follow_ups.append(("integrate", payload, dedupe))
+    return outcome
+
+
+def retest(
+    client: Any, settings: Settings, request: CommandRequest, command: Retest
+) -> CommandOutcome:
+    if not is_vetter(client, settings, request.repo, request.author):
+        return CommandOutcome(reply=retest_refusal(request.author))
+    known = _test_set_names(settings)
+    if command.test_set is not None and known and command.test_set not in known:
+        names = ", ".join(f"`{name}`" for name in sorted(known))
+        return CommandOutcome(reply=f"There is no test set `{command.test_set}`; known: {names}.")
+    payload = {"repo": request.repo, "number": request.number, "test_set": command.test_set}
+    dedupe = f"{RETEST}:{request.repo}:{request.number}:{command.test_set or '*'}"
+    return CommandOutcome(follow_ups=[(RETEST, payload, dedupe)])
+
+
+def _test_set_names(settings: Settings) -> set[str]:
+    from gpu_jobs.testsets import load_test_sets
+
+    return set(load_test_sets(settings.test_sets_file))
+
+
+def status(
+    engine: Engine, client: Any, settings: Settings, request: CommandRequest
+) -> CommandOutcome:
+    sync_pull_request(engine, client, settings, repo=request.repo, number=request.number)
+    with session_scope(engine) as session:
+        view = build_report_view(session, settings, repo=request.repo, number=request.number)
+    if view is None:  # the PR vanished between the sync and this read
+        return CommandOutcome(reply=f"stackbot knows no pull request #{request.number}.")
+    return CommandOutcome(reply=render_status_reply(view))
+
+
+# -- the task ---------------------------------------------------------------------------------
+
+
+def handle_pr_command(ctx: TaskContext) -> None:
+    request = CommandRequest.from_payload(ctx.payload)
+    if parse_command(request.body) is None:
+        return
+    client = ctx.github()
+    outcome = run_command(ctx.engine, client, ctx.settings, request)
+    # A redo after a crash must not queue integration twice nor reply twice: what the first
+    # attempt did is in ctx.state.
+    if outcome.reply is not None and not ctx.state.get("replied"):
+        client.create_comment(request.repo, request.number, outcome.reply)
+        ctx.save_state({**ctx.state, "replied": True})
+    for kind, payload, dedupe in outcome.follow_ups:
+        ctx.enqueue(kind, payload, dedupe_key=dedupe)
+    log.info(
+        "%s#%d comment %d by %s: %s",
+        request.repo,
+        request.number,
+        request.comment_id,
+        request.author,
+        "replied" if outcome.reply else f"{len(outcome.follow_ups)} follow-ups",
+    )
+
+
+def register_tasks(registry: TaskRegistry) -> None:
+    registry.add(PR_COMMAND, handle_pr_command)
