@@ -1,0 +1,230 @@
+"""References to other PRs written in PR bodies, comments and commit messages.
+
+Phrases, case-insensitive, anywhere in a sentence or a list item:
+
+- ``Depends on REF`` (also ``Depends-On: REF``): a dependency, see :func:`depends_on_refs`;
+- ``Part of REF``: the tracking issue of a series (never a dependency), :func:`part_of_refs`;
+- ``Superseded by REF``: the PR is replaced by another, :func:`superseded_by_refs`;
+- ``Merge REF`` / ``Merge pull request REF`` in a commit message: the commit merges that PR's
+  head, :func:`merged_head_refs`; ``Merge branch 'NAME'`` names a branch instead,
+  :func:`merged_branches`.
+
+REF is ``#N``, ``owner#N``, ``owner/name#N`` or a URL ``https://HOST/owner/name/pull/N``
+(``/issues/N`` too), optionally written as a Markdown link ``[#N](URL)`` or after ``PR``. One
+phrase may name several: the list goes on through commas, ``and``, ``&`` and spaces, and stops
+at the first word that is not a reference, so ``Depends on #8034, which adds ...`` names only
+#8034 while ``Depends on #1 and #2`` names both. A phrase ending its line with a colon may be
+followed by a bullet list of references (``Depends on:`` / ``- #1`` / ``- #2``).
+
+Not read, because they are not the author's declarations: quoted lines (``> ...``), fenced and
+inline code, HTML comments (where PR templates keep their instructions), and phrases negated
+just before (``no longer depends on #5``). A number glued to a word is no reference:
+``#12abc`` and ``&#8034;`` name nothing (``abc#12`` is the ``owner#N`` form).
+
+Which references are local (same repository) is decided by :meth:`Reference.is_local`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_OWNER = r"[A-Za-z0-9][A-Za-z0-9-]*"
+_REPO = r"[A-Za-z0-9._-]+"
+_ITEM = (
+    r"(?:(?:the[ \t]+)?(?:PRs?|pull[ \t]+requests?)[ \t]*)?"
+    r"(?P<open>\[)?"
+    r"(?:https?://[^\s/]+/(?P<u_owner>" + _OWNER + r")/(?P<u_name>" + _REPO + r")"
+    r"/(?:pull|pulls|issues)/(?P<u_num>\d+)(?!\w)"
+    r"|(?:(?P<owner>" + _OWNER + r")(?:/(?P<name>" + _REPO + r"))?)?#(?P<num>\d+)(?!\w))"
+    r"(?(open)\](?:\([^)\s]*\))?)"
+)
+_SEPARATOR = r"(?:[ \t]*,[ \t]*(?:and[ \t]+)?|[ \t]+(?:and|&|\+)[ \t]+|[ \t]*&[ \t]*|[ \t]+)"
+_FIRST = re.compile(_ITEM, re.IGNORECASE)
+_NEXT = re.compile(_SEPARATOR + _ITEM, re.IGNORECASE)
+# After the phrase: optional Markdown emphasis and a colon ("**Depends on**: #1").
+_LEAD = re.compile(r"[ \t]*[*_]*[ \t]*(?P<colon>:)?[ \t]*[*_]*[ \t]*")
+_BULLET = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])[ \t]+")
+_NEGATION = re.compile(r"(?:\bnot|\bno[ \t]+longer|\bnever|n't)[ \t]*$", re.IGNORECASE)
+
+_DEPENDS_ON = re.compile(r"\bdepends(?:[ \t]+|-)on\b", re.IGNORECASE)
+_PART_OF = re.compile(r"\bpart[ \t]+of\b", re.IGNORECASE)
+_SUPERSEDED_BY = re.compile(r"\bsuperseded[ \t]+by\b", re.IGNORECASE)
+_MERGE = re.compile(r"\bmerge\b", re.IGNORECASE)
+_MERGE_BRANCH = re.compile(
+    r"\bmerge[ \t]+(?P<tracking>remote-tracking[ \t]+)?branch(?:es)?[ \t]+"
+    r"(?P<names>'[^'\n]+'(?:[ \t]*(?:,|and|,[ \t]*and)[ \t]*'[^'\n]+')*)",
+    re.IGNORECASE,
+)
+
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A PR or issue named in text: ``#N``, ``owner#N`` or ``owner/name#N``."""
+
+    number: int
+    owner: str | None = None
+    name: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self.owner is None:
+            return f"#{self.number}"
+        if self.name is None:
+            return f"{self.owner}#{self.number}"
+        return f"{self.owner}/{self.name}#{self.number}"
+
+    def is_local(self, repo: str | None) -> bool:
+        """Whether the reference names a PR of ``repo`` (``owner/name``, or None if unknown).
+
+        ``#N`` is always local and ``owner/name#N`` is local when it names ``repo``. GitHub
+        renders a same-network reference as ``owner#N`` (``NVIDIA#8035`` in commit messages on
+        NVIDIA/Megatron-LM), so ``owner#N`` is local when the owner is ``repo``'s owner. With no
+        repository configured nothing can be compared: ``owner#N`` counts as local (that short
+        form is only written within one repository network) and ``owner/name#N`` as external.
+        Names compare case-insensitively, as GitHub's do.
+        """
+        if self.owner is None:
+            return True
+        if repo is None:
+            return self.name is None
+        owner, _, name = repo.partition("/")
+        if self.owner.lower() != owner.lower():
+            return False
+        return self.name is None or self.name.lower() == name.lower()
+
+
+@dataclass(frozen=True)
+class BranchMerge:
+    """A branch named by ``Merge branch 'NAME'`` (or ``Merge remote-tracking branch``)."""
+
+    name: str
+    remote_tracking: bool = False
+
+    @property
+    def candidate_names(self) -> tuple[str, ...]:
+        """Branch names this may be: ``origin/x`` of a remote-tracking merge may mean ``x``."""
+        if self.remote_tracking and "/" in self.name:
+            return (self.name, self.name.split("/", 1)[1])
+        return (self.name,)
+
+
+def depends_on_refs(text: str) -> list[Reference]:
+    """Every reference named by a ``Depends on`` phrase, in order of appearance."""
+    return _refs_after(_DEPENDS_ON, prose(text))
+
+
+def part_of_refs(text: str) -> list[Reference]:
+    """Every reference named by a ``Part of`` phrase (tracking issues), in order."""
+    return _refs_after(_PART_OF, prose(text))
+
+
+def superseded_by_refs(text: str) -> list[Reference]:
+    """Every reference named by a ``Superseded by`` phrase, in order."""
+    return _refs_after(_SUPERSEDED_BY, prose(text))
+
+
+def merged_head_refs(message: str) -> list[Reference]:
+    """PRs whose head a commit message says it merges (``Merge NVIDIA#8035's head``).
+
+    Only the word ``merge`` itself starts a phrase: ``merges``, ``merged`` and ``merging``
+    describe other commits. Commit messages are read as written (no Markdown to strip).
+    """
+    return _refs_after(_MERGE, message)
+
+
+def merged_branches(message: str) -> list[BranchMerge]:
+    """Branches a commit message says it merges (git's ``Merge branch 'x' into y``)."""
+    found: list[BranchMerge] = []
+    for match in _MERGE_BRANCH.finditer(message):
+        tracking = match.group("tracking") is not None
+        for name in re.findall(r"'([^'\n]+)'", match.group("names")):
+            found.append(BranchMerge(name=name, remote_tracking=tracking))
+    return found
+
+
+def prose(text: str) -> str:
+    """The text an author declares things in: no quotes, code or HTML comments.
+
+    Removed parts become blanks so that words on either side do not join.
+    """
+    text = _HTML_COMMENT.sub(" ", text)
+    kept: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        marker = stripped[:3]
+        if fence is not None:
+            if marker == fence:
+                fence = None
+            kept.append("")
+        elif marker in ("```", "~~~"):
+            fence = marker
+            kept.append("")
+        elif stripped.startswith(">"):
+            kept.append("")
+        else:
+            kept.append(_INLINE_CODE.sub(" ", line))
+    return "\n".join(kept)
+
+
+def _refs_after(phrase: re.Pattern[str], text: str) -> list[Reference]:
+    refs: list[Reference] = []
+    for match in phrase.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if _NEGATION.search(text, line_start, match.start()):
+            continue
+        lead = _LEAD.match(text, match.end())
+        assert lead is not None  # the lead pattern matches the empty string
+        found, end = _ref_list(text, lead.end())
+        if not found and lead.group("colon") and _rest_of_line_is_blank(text, end):
+            found = _bullet_refs(text, end)
+        refs.extend(found)
+    return refs
+
+
+def _ref_list(text: str, pos: int) -> tuple[list[Reference], int]:
+    """References from ``pos`` on, joined by separators; and where the list stops."""
+    found: list[Reference] = []
+    item = _FIRST.match(text, pos)
+    while item is not None:
+        found.append(_reference(item))
+        pos = item.end()
+        item = _NEXT.match(text, pos)
+    return found, pos
+
+
+def _bullet_refs(text: str, pos: int) -> list[Reference]:
+    found: list[Reference] = []
+    line_end = text.find("\n", pos)
+    while line_end != -1:
+        bullet = _BULLET.match(text, line_end + 1)
+        if bullet is None:
+            break
+        refs, _ = _ref_list(text, bullet.end())
+        if not refs:
+            break
+        found.extend(refs)
+        line_end = text.find("\n", bullet.end())
+    return found
+
+
+def _rest_of_line_is_blank(text: str, pos: int) -> bool:
+    line_end = text.find("\n", pos)
+    rest = text[pos:] if line_end == -1 else text[pos:line_end]
+    return not rest.strip()
+
+
+def _reference(match: re.Match[str]) -> Reference:
+    if match.group("u_num") is not None:
+        return Reference(
+            number=int(match.group("u_num")),
+            owner=match.group("u_owner"),
+            name=match.group("u_name"),
+        )
+    return Reference(
+        number=int(match.group("num")), owner=match.group("owner"), name=match.group("name")
+    )
