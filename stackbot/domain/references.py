@@ -13,8 +13,9 @@ REF is ``#N``, ``owner#N``, ``owner/name#N`` or a URL ``https://HOST/owner/name/
 (``/issues/N`` too), optionally written as a Markdown link ``[#N](URL)`` or after ``PR``. One
 phrase may name several: the list goes on through commas, ``and``, ``&`` and spaces, and stops
 at the first word that is not a reference, so ``Depends on #8034, which adds ...`` names only
-#8034 while ``Depends on #1 and #2`` names both. A phrase ending its line with a colon may be
-followed by a bullet list of references (``Depends on:`` / ``- #1`` / ``- #2``).
+#8034 while ``Depends on #1 and #2`` names both. Hard-wrapped text may break the line after the phrase or after a
+comma or ``and``. A phrase ending its line may be followed by a bullet list of references
+(``Depends on:`` / ``- #1`` / ``- #2``).
 
 Not read, because they are not the author's declarations: quoted lines (``> ...``), fenced and
 inline code, HTML comments (where PR templates keep their instructions), and phrases negated
@@ -39,11 +40,19 @@ _ITEM = (
     r"|(?:(?P<owner>" + _OWNER + r")(?:/(?P<name>" + _REPO + r"))?)?#(?P<num>\d+)(?!\w))"
     r"(?(open)\](?:\([^)\s]*\))?)"
 )
-_SEPARATOR = r"(?:[ \t]*,[ \t]*(?:and[ \t]+)?|[ \t]+(?:and|&|\+)[ \t]+|[ \t]*&[ \t]*|[ \t]+)"
+# Hard-wrapped text may break a line after a phrase or a connective, never twice in a row.
+_WRAP = r"(?:[ \t]*\n)?[ \t]*"
+_SEPARATOR = (
+    r"(?:[ \t]*," + _WRAP + r"(?:and(?:[ \t]+|[ \t]*\n[ \t]*))?"
+    r"|" + _WRAP + r"(?:and|&|\+)(?:[ \t]+|[ \t]*\n[ \t]*)"
+    r"|[ \t]*&[ \t]*"
+    r"|[ \t]+)"
+)
 _FIRST = re.compile(_ITEM, re.IGNORECASE)
 _NEXT = re.compile(_SEPARATOR + _ITEM, re.IGNORECASE)
 # After the phrase: optional Markdown emphasis and a colon ("**Depends on**: #1").
 _LEAD = re.compile(r"[ \t]*[*_]*[ \t]*(?P<colon>:)?[ \t]*[*_]*[ \t]*")
+_LINE_BREAK = re.compile(r"\n[ \t]*")
 _BULLET = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])[ \t]+")
 _NEGATION = re.compile(r"(?:\bnot|\bno[ \t]+longer|\bnever|n't)[ \t]*$", re.IGNORECASE)
 
@@ -179,9 +188,12 @@ def _refs_after(phrase: re.Pattern[str], text: str) -> list[Reference]:
             continue
         lead = _LEAD.match(text, match.end())
         assert lead is not None  # the lead pattern matches the empty string
-        found, end = _ref_list(text, lead.end())
-        if not found and lead.group("colon") and _rest_of_line_is_blank(text, end):
-            found = _bullet_refs(text, end)
+        found, _ = _ref_list(text, lead.end())
+        if not found and _rest_of_line_is_blank(text, lead.end()):
+            found = _bullet_refs(text, lead.end())
+            wrapped = _LINE_BREAK.match(text, lead.end())
+            if not found and wrapped is not None:
+                found, _ = _ref_list(text, wrapped.end())
         refs.extend(found)
     return refs
 

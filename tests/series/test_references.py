@@ -48,6 +48,13 @@ def texts(refs: list[Reference]) -> list[str]:
         ("Depends on NVIDIA#8035", ["NVIDIA#8035"]),
         ("Depends on:\n- #1\n- #2\n\nDepends on #3", ["#1", "#2", "#3"]),
         ("Depends on #1\n#2 is unrelated", ["#1"]),
+        # Hard-wrapped lines: a break after the phrase or a connective keeps the list going.
+        ("This work depends on\n#1 and the follow-up", ["#1"]),
+        ("Depends on #1 and\n#2, which", ["#1", "#2"]),
+        ("Depends on #1,\n#2 and #3", ["#1", "#2", "#3"]),
+        ("Depends on #1\nand #2", ["#1", "#2"]),
+        ("Depends on\n- #1\n- #2", ["#1", "#2"]),
+        ("Depends on\n\n#1 is not in the list", []),
     ],
 )
 def test_depends_on_forms(body: str, expected: list[str]) -> None:
@@ -97,6 +104,7 @@ def test_superseded_by_in_a_sentence() -> None:
         ("Merge NVIDIA#8035's head (which contains NVIDIA#8034)", ["NVIDIA#8035"]),
         ("Merge #8035", ["#8035"]),
         ("Explain why, so merge NVIDIA#8035 here.", ["NVIDIA#8035"]),
+        ("The contexts change, so merge\nNVIDIA#8035 here.", ["NVIDIA#8035"]),
         ("Merge pull request #77 from someone/branch", ["#77"]),
         ("Merge #1 and #2 into this branch", ["#1", "#2"]),
         ("Merging them keeps NVIDIA#8035's total", []),
