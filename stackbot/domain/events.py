@@ -380,7 +380,7 @@ def route_event(event: Event, *, base_branches: frozenset[str] = frozenset()) ->
                     "name": event.name,
                     "external_id": event.external_id,
                 },
-                f"retest:{event.repo}:{event.check_run_id}",
+                f"retest:{event.repo}:{number}:{event.check_run_id}",
             )
             for number in event.pull_numbers
         ]

@@ -1,0 +1,115 @@
+"""The in-process Worker: handlers, follow-up tasks, failures and lost leases."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from sqlalchemy import Engine, update
+from sqlmodel import col
+
+from stackbot.config import Settings
+from stackbot.db.engine import session_scope
+from stackbot.db.models import Task
+from stackbot.errors import BadInput
+from stackbot.worker import queue
+from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.worker.runner import Worker
+
+
+def _enqueue(engine: Engine, kind: str, payload: dict[str, object] | None = None) -> int:
+    with session_scope(engine) as session:
+        task = queue.enqueue(session, kind, payload or {})
+        assert task.id is not None
+        return task.id
+
+
+def test_unknown_kind_is_dead_lettered_naming_it(engine: Engine, settings: Settings) -> None:
+    task_id = _enqueue(engine, "no_such_kind")
+    Worker(engine, settings, TaskRegistry()).run_until_idle()
+    task = queue.get_task(engine, task_id)
+    assert task is not None and task.status == "dead"
+    assert "no_such_kind" in (task.last_error or "")
+
+
+def test_follow_ups_are_written_with_the_completion(engine: Engine, settings: Settings) -> None:
+    registry = TaskRegistry()
+    seen: list[dict[str, object]] = []
+
+    @registry.handler("parent")
+    def parent(ctx: TaskContext) -> None:
+        ctx.save_state({"step": "one"})
+        ctx.enqueue("child", {"from": ctx.task_id}, dedupe_key="child:1")
+        ctx.enqueue("child", {"from": ctx.task_id, "again": True}, dedupe_key="child:1")
+
+    @registry.handler("child")
+    def child(ctx: TaskContext) -> None:
+        seen.append(ctx.payload)
+
+    parent_id = _enqueue(engine, "parent")
+    assert Worker(engine, settings, registry).run_until_idle() == 2
+    assert seen == [{"from": parent_id, "again": True}]  # the two requests collapsed
+    parent_task = queue.get_task(engine, parent_id)
+    assert parent_task is not None and parent_task.state == {"step": "one"}
+    assert queue.stats(engine) == {"pending": 0, "running": 0, "done": 2, "dead": 0}
+
+
+def test_failing_handler_retries_and_bad_input_dies(engine: Engine, settings: Settings) -> None:
+    registry = TaskRegistry()
+    registry.add("flaky", lambda ctx: (_ for _ in ()).throw(RuntimeError("flaky")))
+    registry.add("bad", lambda ctx: (_ for _ in ()).throw(BadInput("PR #1 has no head")))
+    flaky, bad = _enqueue(engine, "flaky"), _enqueue(engine, "bad")
+    Worker(engine, settings, registry).run_until_idle()
+    flaky_task, bad_task = queue.get_task(engine, flaky), queue.get_task(engine, bad)
+    assert flaky_task is not None and (flaky_task.status, flaky_task.attempts) == ("pending", 1)
+    assert bad_task is not None and bad_task.status == "dead"
+    assert bad_task.last_error == "BadInput: PR #1 has no head"
+
+
+def test_heartbeat_keeps_a_long_task_and_a_lost_lease_is_not_completed(
+    engine: Engine, settings: Settings
+) -> None:
+    registry = TaskRegistry()
+    release = threading.Event()
+
+    @registry.handler("long")
+    def long(ctx: TaskContext) -> None:
+        release.wait(10)
+
+    task_id = _enqueue(engine, "long")
+    worker = Worker(engine, settings, registry, worker_id="w1", lease_s=0.6)
+    thread = threading.Thread(target=worker.run_one)
+    thread.start()
+    time.sleep(1.5)  # more than two leases: only the heartbeat keeps the task w1's
+    assert queue.claim(engine, "w2", lease_s=30) is None
+    # Steal it as if w1's heartbeats had stopped; w1 must not then mark it done.
+    task = queue.get_task(engine, task_id)
+    assert task is not None and task.lease_owner == "w1"
+    with session_scope(engine) as session:
+        session.execute(update(Task).where(col(Task.id) == task_id).values(lease_owner="w2"))
+    time.sleep(0.5)  # a heartbeat notices
+    release.set()
+    thread.join(10)
+    after = queue.get_task(engine, task_id)
+    assert after is not None and (after.status, after.lease_owner) == ("running", "w2")
+
+
+def test_run_forever_stops_when_asked(engine: Engine, settings: Settings, tmp_path: Path) -> None:
+    registry = TaskRegistry()
+    ran: list[int] = []
+    registry.add("k", lambda ctx: ran.append(ctx.task_id))
+    worker = Worker(engine, settings, registry)
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run_forever, args=(stop,))
+    thread.start()
+    task_id = _enqueue(engine, "k")
+    worker.wake()
+    deadline = time.monotonic() + 10
+    while not ran and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    worker.wake()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert ran == [task_id]
