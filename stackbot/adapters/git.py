@@ -85,7 +85,6 @@ _CLASSIFIERS: tuple[tuple[re.Pattern[str], type[GitError]], ...] = (
         re.compile(r"not a git repository|does not appear to be a git repository", re.I),
         NotARepository,
     ),
-    (re.compile(r"stale info|\[rejected\]|failed to push some refs", re.I), PushRejected),
     (
         re.compile(
             r"unknown revision|bad revision|not a valid object name|not something we can merge|"
@@ -103,6 +102,7 @@ _CLASSIFIERS: tuple[tuple[re.Pattern[str], type[GitError]], ...] = (
         ),
         GitUnavailable,
     ),
+    (re.compile(r"stale info|\[rejected\]|failed to push some refs", re.I), PushRejected),
 )
 
 
@@ -241,8 +241,9 @@ def serialize_tree(entries: Sequence[TreeEntry]) -> bytes:
 class GitRepository:
     """A repository (bare or not) read and written without a checkout or worktree."""
 
-    def __init__(self, git_dir: Path) -> None:
+    def __init__(self, git_dir: Path, timeout: float | None = None) -> None:
         self.git_dir = git_dir
+        self.timeout = timeout  # for commands that talk to another repository
         self._objects = LooseObjectDB(str(git_dir / "objects"))
         self._gitpython: gitpython.Repo | None = None
         self._trees: dict[str, tuple[TreeEntry, ...]] = {}
@@ -294,9 +295,27 @@ class GitRepository:
         except UnknownRef:
             return None
 
-    def update_refs(self, refs: Mapping[str, Sha]) -> None:
+    def update_refs(self, refs: Mapping[str, Sha], *, delete: Sequence[str] = ()) -> None:
+        """Set (and delete) refs in one transaction."""
         script = "".join(f"update {ref} {sha}\n" for ref, sha in refs.items())
+        script += "".join(f"delete {ref}\n" for ref in delete)
         self.git("update-ref", "--stdin", stdin=script.encode())
+
+    def push(self, remote: str, updates: Sequence[PushUpdate]) -> None:
+        """Lease-protected push: each branch moves only if it is still where we last saw it."""
+        args = ["push", remote]
+        for update in updates:
+            args.append(
+                f"--force-with-lease=refs/heads/{update.branch}:{update.expected_old or ''}"
+            )
+        args += [f"{u.local_ref}:refs/heads/{u.branch}" for u in updates]
+        try:
+            self.git(*args, timeout=self.timeout)
+        except PushRejected as rejected:
+            hint = "The remote branch moved since stackbot last pushed it (someone else pushed); nothing was overwritten"
+            raise PushRejected(
+                rejected.command, rejected.returncode, rejected.stderr, hint
+            ) from None
 
     def list_refs(self, prefix: str) -> dict[str, Sha]:
         out = self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix).stdout.decode()
@@ -532,9 +551,8 @@ class GitMirror(GitRepository):
     """A bare mirror of a repository under the data directory, fetched on demand."""
 
     def __init__(self, git_dir: Path, source: str, timeout: float | None) -> None:
-        super().__init__(git_dir)
+        super().__init__(git_dir, timeout)
         self.source = source
-        self.timeout = timeout
 
     @classmethod
     def open_or_clone(
@@ -567,17 +585,6 @@ class GitMirror(GitRepository):
         )
         self._trees.clear()
         self._flat.clear()
-
-    def push(self, remote: str, updates: Sequence[PushUpdate]) -> None:
-        """Lease-protected push: each branch moves only if it is still where we last saw it."""
-        args = ["push", "--porcelain", remote]
-        for update in updates:
-            args.append(
-                f"--force-with-lease=refs/heads/{update.branch}:{update.expected_old or ''}"
-            )
-        args += [f"{u.local_ref}:refs/heads/{u.branch}" for u in updates]
-        hint = "The remote branch moved since the last fetch (someone else pushed); fetch and run again."
-        self.git(*args, timeout=self.timeout, hint=hint)
 
 
 def _git_dir_of(path: Path) -> Path:

@@ -183,6 +183,7 @@ def test_push_is_lease_protected(builder: RepoBuilder, mirror_of: MirrorOf, tmp_
     with pytest.raises(PushRejected) as caught:
         mirror.push(str(remote), [PushUpdate("refs/stackbot/series/s/head", "stackbot/s", main)])
     assert "someone else pushed" in str(caught.value)
+    assert "nothing was overwritten" in str(caught.value)
     assert _remote_head(remote, "stackbot/s") == other
     # With the right expectation it goes through.
     mirror.push(str(remote), [PushUpdate("refs/stackbot/series/s/head", "stackbot/s", other)])

@@ -1,0 +1,254 @@
+"""Run an integration: a base ref plus PR heads merged one at a time, without a checkout.
+
+Each step is ``git merge-tree --write-tree`` of the run so far and the PR head, then (when the
+tree has one) the allowlist regenerated on the merged tree, then ``git commit-tree`` with both
+parents. The domain (``stackbot.domain.integration``) decides what a conflict means; this module
+fetches the inputs and applies the decisions. The run's commits are kept under
+``refs/stackbot/<kind>/<name>/`` in the mirror and pushed, lease-protected, when asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from stackbot.adapters.git import GitRepository, PushUpdate
+from stackbot.config import DEFAULT_ALLOWLIST_PATH
+from stackbot.domain.integration import (
+    Conflict,
+    GeneratedResolution,
+    IntegrationRunResult,
+    IntegrationStepResult,
+    PlannedPr,
+    RunKind,
+    RunPolicy,
+    StepOutcome,
+    describe_allowlist_change,
+    merge_commit_message,
+    partners_of,
+    split_conflicts,
+    step_outcome,
+)
+from stackbot.domain.types import PrNumber, Sha, TreeSha
+from stackbot.errors import BadInput
+from stackbot.services.tree_allowlist import TreeAllowlist, run_repo_checker
+
+Progress = Callable[[str], None]
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class PushTarget:
+    remote: str  # a remote name of the mirror ("origin") or a URL
+    branch: str
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    base_ref: str
+    prs: Sequence[tuple[PrNumber, str]]  # (PR, head ref or SHA) in merge order
+    kind: RunKind = RunKind.SERIES
+    name: str = "adhoc"
+    # PR -> the PRs it depends on; a series run skips the dependents of a conflicting PR.
+    depends_on: Mapping[PrNumber, Sequence[PrNumber]] = field(default_factory=dict)
+    generated_files: Sequence[str] = (DEFAULT_ALLOWLIST_PATH,)
+    push: PushTarget | None = None
+    checker_command: str | None = None
+
+
+def ref_prefix(kind: RunKind, name: str) -> str:
+    return f"refs/stackbot/{kind.value}/{name}/"
+
+
+def run_integration(
+    repo: GitRepository,
+    request: RunRequest,
+    *,
+    allowlist: TreeAllowlist | None = None,
+    progress: Progress | None = None,
+) -> IntegrationRunResult:
+    """Merge the request's PRs onto its base and return the run. Every ref is resolved before
+    anything is merged, so a bad ref fails the run (BadInput) before it writes anything."""
+    _check_request(request)
+    base = repo.rev_parse(request.base_ref)
+    plan = [
+        PlannedPr(n, repo.rev_parse(ref), tuple(request.depends_on.get(n, ())))
+        for n, ref in request.prs
+    ]
+    tracker = allowlist or TreeAllowlist(repo)
+    steps = _IntegrationSteps(repo, request, tracker, base, progress or (lambda _: None))
+    results = tuple(steps.run(position, pr) for position, pr in enumerate(plan, start=1))
+    report = tracker.report(steps.tree, repo.tree_of(base))
+    if report is not None and request.checker_command:
+        verdict = run_repo_checker(repo, steps.commit, request.checker_command, path=tracker.path)
+        report = replace(report, checker=verdict.describe(report.ok))
+    ref_name = _write_refs(repo, request, base, results, steps.commit)
+    pushed = _push(repo, request.push, ref_name, steps.commit) if request.push else None
+    return IntegrationRunResult(
+        kind=request.kind,
+        name=request.name,
+        base_ref=request.base_ref,
+        base_sha=base,
+        steps=results,
+        final_tree=steps.tree,
+        final_commit=steps.commit,
+        ref_name=ref_name,
+        allowlist=report,
+        pushed_to=pushed,
+        heads={pr.number: pr.head for pr in plan},
+    )
+
+
+def _check_request(request: RunRequest) -> None:
+    if not request.prs:
+        raise BadInput("an integration run needs at least one PR head")
+    if not _RUN_NAME.match(request.name):
+        raise BadInput(f"run name {request.name!r} must be letters, digits, '.', '_' or '-'")
+    numbers = [n for n, _ in request.prs]
+    duplicates = sorted({n for n in numbers if numbers.count(n) > 1})
+    if duplicates:
+        raise BadInput(f"PR {', '.join(f'#{n}' for n in duplicates)} is given more than once")
+
+
+class _IntegrationSteps:
+    """The state of a run between steps: the commit so far and who touched which path."""
+
+    def __init__(
+        self,
+        repo: GitRepository,
+        request: RunRequest,
+        allowlist: TreeAllowlist,
+        base: Sha,
+        progress: Progress,
+    ) -> None:
+        self.repo = repo
+        self.request = request
+        self.allowlist = allowlist
+        self.progress = progress
+        self.generated = frozenset(request.generated_files)
+        self.policy = RunPolicy(request.kind)
+        self.commit: Sha = base
+        self.tree: TreeSha = repo.tree_of(base)
+        self.touched_by: dict[str, list[PrNumber]] = {}
+        self.total = len(request.prs)
+        self.label = f"{request.kind.value} run {request.name}"
+
+    def run(self, position: int, pr: PlannedPr) -> IntegrationStepResult:
+        reason = self.policy.skip_reason(pr)
+        if reason is not None:
+            step = IntegrationStepResult(
+                position, pr.number, pr.head, StepOutcome.SKIPPED, skipped_reason=reason
+            )
+        else:
+            step = self._merge(position, pr)
+        self.policy.record(pr, step.outcome)
+        self.progress(
+            f"[{position}/{self.total}] #{pr.number} ({pr.head[:7]}): {step.outcome.value}"
+        )
+        return step
+
+    def _merge(self, position: int, pr: PlannedPr) -> IntegrationStepResult:
+        merged = self.repo.merge_tree(self.commit, pr.head)
+        outcome = step_outcome(merged.conflicts, self.generated)
+        partners = partners_of(merged.conflicts, self.touched_by)
+        if outcome is StepOutcome.CONFLICT:
+            return IntegrationStepResult(
+                position,
+                pr.number,
+                pr.head,
+                outcome,
+                conflicts=merged.conflicts,
+                conflicts_with=partners,
+                messages=merged.messages,
+            )
+        head_tree = self.repo.tree_of(pr.head)
+        tree, resolutions = self._take_theirs(merged.tree, head_tree, pr, merged.conflicts)
+        rewrite = self.allowlist.rewrite_merge(tree, self.tree, head_tree)
+        change = rewrite.change if rewrite else None
+        if rewrite is not None:
+            tree = rewrite.tree
+            if any(c.path == self.allowlist.path for c in merged.conflicts):
+                partners_here = partners_of(
+                    [c for c in merged.conflicts if c.path == self.allowlist.path], self.touched_by
+                )
+                action = (
+                    f"regenerated on the merged tree: {describe_allowlist_change(rewrite.change)}"
+                )
+                resolutions.append(GeneratedResolution(self.allowlist.path, partners_here, action))
+        message = merge_commit_message(
+            run_label=self.label,
+            pr=pr.number,
+            head=pr.head,
+            resolutions=resolutions,
+            allowlist=change,
+        )
+        commit = self.repo.commit_tree(tree, [self.commit, pr.head], message)
+        for path in self.repo.changed_paths(self.tree, merged.tree):
+            self.touched_by.setdefault(path, []).append(pr.number)
+        self.commit, self.tree = commit, tree
+        resolution = " ".join(r.sentence() for r in resolutions) or None
+        return IntegrationStepResult(
+            position,
+            pr.number,
+            pr.head,
+            outcome,
+            tree=tree,
+            commit=commit,
+            conflicts=merged.conflicts,
+            conflicts_with=partners,
+            messages=merged.messages,
+            resolution=resolution,
+            allowlist=change,
+        )
+
+    def _take_theirs(
+        self, tree: TreeSha, head_tree: TreeSha, pr: PlannedPr, conflicts: Sequence[Conflict]
+    ) -> tuple[TreeSha, list[GeneratedResolution]]:
+        """Generated files stackbot cannot regenerate (anything but the allowlist) take the
+        PR's version, and the message says so."""
+        _, generated = split_conflicts(conflicts, self.generated)
+        others = [c for c in generated if c.path != self.allowlist.path]
+        if not others:
+            return tree, []
+        files: dict[str, bytes | None] = {}
+        resolutions = []
+        for conflict in others:
+            blob = self.repo.blob_at(head_tree, conflict.path)
+            files[conflict.path] = None if blob is None else self.repo.read_blob(blob)
+            action = f"took #{pr.number}'s version, since stackbot has no generator for it; regenerate it on the merged tree"
+            resolutions.append(
+                GeneratedResolution(conflict.path, partners_of([conflict], self.touched_by), action)
+            )
+        return self.repo.replace_paths(tree, files), resolutions
+
+
+def _write_refs(
+    repo: GitRepository,
+    request: RunRequest,
+    base: Sha,
+    steps: Sequence[IntegrationStepResult],
+    final: Sha,
+) -> str:
+    """``<prefix>head`` (the final commit), ``<prefix>base`` and one ref per merged step;
+    refs a previous run of the same name left behind are removed."""
+    prefix = ref_prefix(request.kind, request.name)
+    refs = {f"{prefix}head": final, f"{prefix}base": base}
+    for step in steps:
+        if step.commit is not None:
+            refs[f"{prefix}steps/{step.position:03d}-pr{step.pr}"] = step.commit
+    stale = [ref for ref in repo.list_refs(prefix) if ref not in refs]
+    repo.update_refs(refs, delete=stale)
+    return f"{prefix}head"
+
+
+def _push(repo: GitRepository, target: PushTarget, ref_name: str, commit: Sha) -> str:
+    """Push the run's head; the lease is what this mirror last pushed to that branch, so a
+    branch someone else moved since is never overwritten."""
+    digest = hashlib.sha256(target.remote.encode()).hexdigest()[:12]
+    record = f"refs/stackbot/pushed/{digest}/{target.branch}"
+    expected = repo.try_rev_parse(record)
+    repo.push(target.remote, [PushUpdate(ref_name, target.branch, expected)])
+    repo.update_refs({record: commit})
+    return f"{target.remote} {target.branch}"
