@@ -76,6 +76,7 @@ def scale_inv_shape(shape: tuple[int, int], block: Block) -> tuple[int, int]:
     return -(-rows // block[0]), -(-cols // block[1])
 
 
+@torch.no_grad()
 def quantize_blockwise(
     x: torch.Tensor,
     *,
@@ -96,8 +97,7 @@ def quantize_blockwise(
         amax_epsilon=amax_epsilon,
         input_max=torch.finfo(x.dtype).max,
     )
-    scaled = blocks * scale[:, None, :, None]
-    clamped = scaled.clamp(-fmt.max_finite, fmt.max_finite)
+    clamped = (blocks * scale[:, None, :, None]).clamp_(-fmt.max_finite, fmt.max_finite)
     fp8_dtype = getattr(torch, fmt.torch_dtype_name)
     padded = clamped.to(fp8_dtype).reshape(amax.shape[0] * block[0], amax.shape[1] * block[1])
     rows, cols = x.shape
@@ -118,10 +118,16 @@ def dequantize_blockwise(q: torch.Tensor, scale_inv: torch.Tensor, *, block: Blo
             f"scale_inv must have shape {expected} for q of shape {tuple(q.shape)} "
             f"and block {block}; got {tuple(scale_inv.shape)}"
         )
-    rows, cols = q.shape
-    per_element = scale_inv.to(torch.float32).repeat_interleave(block[0], dim=0)
-    per_element = per_element.repeat_interleave(block[1], dim=1)[:rows, :cols]
-    return q.to(torch.float32) * per_element
+    return q.to(torch.float32) * per_element(scale_inv, (q.shape[0], q.shape[1]), block=block)
+
+
+def per_element(
+    block_values: torch.Tensor, shape: tuple[int, int], *, block: Block
+) -> torch.Tensor:
+    """One value per block spread over the block's elements: a (rows, cols) fp32 tensor."""
+    rows, cols = shape
+    spread = block_values.to(torch.float32).repeat_interleave(block[0], dim=0)
+    return spread.repeat_interleave(block[1], dim=1)[:rows, :cols]
 
 
 def block_scales(
@@ -175,5 +181,5 @@ def _as_blocks(x: torch.Tensor, block: Block) -> torch.Tensor:
 def _block_amax(blocks: torch.Tensor) -> torch.Tensor:
     """Largest |x| per block over non-NaN elements; 0 for a block of NaNs only."""
     magnitude = blocks.abs()
-    magnitude = torch.where(torch.isnan(magnitude), torch.zeros_like(magnitude), magnitude)
+    magnitude.masked_fill_(torch.isnan(magnitude), 0.0)
     return magnitude.amax(dim=(1, 3))
