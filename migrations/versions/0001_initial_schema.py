@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-12-02 13:44:13.298466
+Create Date: 2026-12-02 13:54:16.236096
 """
 
 from collections.abc import Sequence
@@ -107,6 +107,7 @@ def upgrade() -> None:
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('repo_id', sa.Integer(), nullable=False),
     sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=10), nullable=False),
+    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False),
     sa.Column('series_key', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=True),
     sa.Column('target_pr', sa.Integer(), nullable=True),
     sa.Column('base_ref', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
@@ -115,6 +116,7 @@ def upgrade() -> None:
     sa.Column('final_tree', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=True),
     sa.Column('final_commit', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=True),
     sa.Column('ref_name', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
+    sa.Column('pushed_to', sqlmodel.sql.sqltypes.AutoString(length=1000), nullable=True),
     sa.Column('heads', sa.JSON(), nullable=False),
     sa.Column('allowlist', sa.JSON(), nullable=True),
     sa.Column('error', sa.Text(), nullable=True),

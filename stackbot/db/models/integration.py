@@ -17,6 +17,8 @@ class IntegrationRun(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     repo_id: int = Field(foreign_key="repositories.id", index=True)
     kind: str = Field(max_length=10)  # stack | series
+    # The run's name: its refs live under refs/stackbot/<kind>/<name>/.
+    name: str = Field(default="", max_length=100)
     series_key: str | None = Field(default=None, max_length=100, index=True)
     target_pr: int | None = Field(default=None, index=True)  # the PR whose stack this is
     base_ref: str = Field(max_length=255)
@@ -26,6 +28,8 @@ class IntegrationRun(SQLModel, table=True):
     final_tree: str | None = Field(default=None, max_length=40, index=True)
     final_commit: str | None = Field(default=None, max_length=40)
     ref_name: str | None = Field(default=None, max_length=255)
+    # "<remote> <branch>" the final commit was pushed to, when it was.
+    pushed_to: str | None = Field(default=None, max_length=1000)
     # PR number -> head sha the run used (what makes two runs "the same").
     heads: dict[str, str] = Field(default_factory=dict, sa_column=json_column())
     # The allowlist on the final tree: {"total", "new": [...], "stale": [...], "unparsed": [...]}.
