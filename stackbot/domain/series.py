@@ -8,7 +8,8 @@ Edges (child depends on parent) and where they come from:
 - ``native_stack``: GitHub's native stacked PRs. PRs whose ``stack`` objects share an ``id``
   (else a ``number``) form one stack; the PR at position p depends on the one at p - 1. This
   source wins: another source that makes a stacked PR depend on a PR not below it in the same
-  stack loses its edge, and a ``conflict`` is reported. A stack object with neither id nor
+  stack loses its edge, and a ``conflict`` is reported (a merged PR agrees with any stack: its
+  code is in the base). A stack object with neither id nor
   number cannot be matched with its neighbours and adds nothing.
 - ``base_branch``: the child's base ref is the head ref of another open PR whose head lives in
   the repository (``head_repo`` unknown, or equal to the configured repository).
@@ -43,7 +44,8 @@ ties broken by the smaller PR number. Cycles among live PRs are reported with th
 cycle order (each depends on the next, starting from the smallest number) and broken by setting
 aside the smallest member's edge to the next member, so stacks are still produced.
 
-Problems are reported for live children only: a closed PR's declarations no longer matter.
+Problems about a PR's parents are reported for live PRs only: a closed PR's declarations no
+longer matter.
 Each lists the PRs it involves: ``missing_parent``, ``closed_parent`` and ``superseded_parent``
 the child then the parent (a native stack position without a record lists the child alone);
 ``cycle`` its members; ``conflict`` the PR then the PRs it names. Conflicts are: a stacked PR
@@ -164,11 +166,12 @@ def build_series_graph(prs: Sequence[PrRecord], *, repo: str | None = None) -> S
     build.declare_from_text()
     build.declare_merged_heads()
     build.report_base_branch_conflicts()
-    ordering = build.order_live_prs()
+    live_parents = build.live_parents()
+    ordering = build.order_live_prs(live_parents)
     return SeriesGraph(
         edges=tuple(sorted(build.edges, key=_edge_sort_key)),
         series=build.series(ordering),
-        stacks={pr: ordering.stack(pr, build.live_parents(pr)) for pr in build.records},
+        stacks={pr: ordering.stack(pr, live_parents[pr]) for pr in build.records},
         problems=build.problems.sorted(),
         external=tuple(sorted(build.external)),
         superseded=dict(sorted(build.superseded.items())),
@@ -223,6 +226,7 @@ class _Build:
         self.tracking: dict[PrNumber, PrNumber] = {}
         self.edges: set[StackEdge] = set()
         self.stack_place: dict[PrNumber, tuple[StackIdentity, int]] = {}
+        self.head_refs: dict[str, list[PrNumber]] = defaultdict(list)
 
     def is_live(self, pr: PrNumber) -> bool:
         record = self.records.get(pr)
@@ -283,7 +287,9 @@ class _Build:
             stacks[identity][pr.stack.position].append(number)
             self.stack_place[number] = (identity, pr.stack.position)
         for identity, positions in stacks.items():
-            self._declare_native_stack(f"native stack {identity[0]} {identity[1]}", positions)
+            kind, value = identity
+            name = f"native stack #{value}" if kind == "number" else f"native stack id {value}"
+            self._declare_native_stack(name, positions)
 
     def _declare_native_stack(self, name: str, positions: dict[int, list[PrNumber]]) -> None:
         for position, members in sorted(positions.items()):
@@ -353,6 +359,8 @@ class _Build:
         for number, pr in self.records.items():
             if pr.head_sha:
                 by_head_sha[pr.head_sha.lower()].append(number)
+            if pr.head_ref:
+                self.head_refs[pr.head_ref].append(number)
         for number, pr in self.records.items():
             for commit in pr.commits:
                 for ref in merged_head_refs(commit.message):
@@ -370,7 +378,7 @@ class _Build:
             for name in branch.candidate_names:
                 if name in (pr.base_ref, pr.head_ref):
                     continue
-                owners = [n for n, other in self.records.items() if other.head_ref == name]
+                owners = list(self.head_refs.get(name, ()))
                 if len(owners) > 1:
                     owners = [n for n in owners if self.records[n].is_open]
                 if len(owners) == 1:
@@ -405,7 +413,8 @@ class _Build:
                 f"#{child} depends on #{parent} ({source}), which is not among the PRs given",
             )
             return
-        if source != "native_stack" and not self._below_in_stack(child, parent):
+        merged = self.records[parent].merged  # in the base already: agrees with any stack
+        if source != "native_stack" and not merged and not self._below_in_stack(child, parent):
             self._report_live(
                 child,
                 "conflict",
@@ -453,18 +462,17 @@ class _Build:
 
     # -- orders and series ------------------------------------------------------------------
 
-    def live_parents(self, pr: PrNumber) -> set[PrNumber]:
-        return {
-            edge.parent for edge in self.edges if edge.child == pr and self.is_live(edge.parent)
-        }
-
-    def order_live_prs(self) -> series_order.LiveOrder:
-        parents: dict[PrNumber, set[PrNumber]] = defaultdict(set)
+    def live_parents(self) -> dict[PrNumber, set[PrNumber]]:
+        """Each PR's live parents (for every PR, live or not); the edges must be final."""
+        parents: dict[PrNumber, set[PrNumber]] = {pr: set() for pr in self.records}
         for edge in self.edges:
-            if self.is_live(edge.child) and self.is_live(edge.parent):
+            if self.is_live(edge.parent):
                 parents[edge.child].add(edge.parent)
+        return parents
+
+    def order_live_prs(self, live_parents: dict[PrNumber, set[PrNumber]]) -> series_order.LiveOrder:
         live = [pr for pr in self.records if self.is_live(pr)]
-        ordering = series_order.LiveOrder.build(live, parents)
+        ordering = series_order.LiveOrder.build(live, {pr: live_parents[pr] for pr in live})
         for cycle in ordering.cycles:
             self.problems.add("cycle", cycle, _cycle_detail(cycle))
         return ordering

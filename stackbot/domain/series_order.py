@@ -214,21 +214,26 @@ def series_groups(
     for pr in numbers:
         if pr in tracking:
             by_issue[tracking[pr]].add(pr)
+    children: dict[PrNumber, set[PrNumber]] = defaultdict(set)
+    parents: dict[PrNumber, set[PrNumber]] = defaultdict(set)
+    for child, parent in pairs:
+        children[parent].add(child)
+        parents[child].add(parent)
     untracked_groups: list[set[PrNumber]] = []
     for group in _untracked_components(numbers, pairs, tracking):
-        dependents = {tracking[c] for c, p in pairs if p in group and c in tracking}
-        dependencies = {tracking[p] for c, p in pairs if c in group and p in tracking}
+        dependents = {tracking[c] for pr in group for c in children[pr] if c in tracking}
+        dependencies = {tracking[p] for pr in group for p in parents[pr] if p in tracking}
         joined = dependents or dependencies
         if joined:
             by_issue[min(joined)] |= group
         elif len(group) > 1:
             untracked_groups.append(group)
     tracked = [
-        SeriesGroup(issue, _root(members, pairs), tuple(sorted(members)))
+        SeriesGroup(issue, _root(members, parents), tuple(sorted(members)))
         for issue, members in sorted(by_issue.items())
     ]
     rooted = [
-        SeriesGroup(None, _root(group, pairs), tuple(sorted(group))) for group in untracked_groups
+        SeriesGroup(None, _root(group, parents), tuple(sorted(group))) for group in untracked_groups
     ]
     return tracked + sorted(rooted, key=lambda group: group.root)
 
@@ -261,8 +266,7 @@ def _untracked_components(
     return components
 
 
-def _root(members: Collection[PrNumber], pairs: Collection[tuple[PrNumber, PrNumber]]) -> PrNumber:
+def _root(members: Collection[PrNumber], parents: Mapping[PrNumber, set[PrNumber]]) -> PrNumber:
     """The smallest member with no parent among the members (the smallest one if all have)."""
-    has_parent = {child for child, parent in pairs if child in members and parent in members}
-    roots = [pr for pr in members if pr not in has_parent]
+    roots = [pr for pr in members if not parents.get(pr, set()) & set(members)]
     return min(roots) if roots else min(members)

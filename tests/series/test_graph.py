@@ -86,6 +86,14 @@ def test_native_stack_wins_over_a_disagreeing_source() -> None:
     assert graph.stacks[30] == [10, 20, 30]
 
 
+def test_a_merged_parent_agrees_with_any_native_stack() -> None:
+    graph = build_series_graph(
+        [pr(10, "Depends on #5", stack=(7, 1)), pr(5, state="closed", merged=True)]
+    )
+    assert edge_set(graph) == {(10, 5, "depends_on")}
+    assert graph.problems == ()
+
+
 def test_two_prs_at_one_stack_position() -> None:
     graph = build_series_graph([pr(1, stack=(5, 1)), pr(2, stack=(5, 1)), pr(3, stack=(5, 2))])
     assert ("conflict", (1, 2)) in problem_set(graph)
