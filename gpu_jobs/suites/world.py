@@ -114,6 +114,12 @@ def init_world() -> World:
     local_world_size = _env_int("LOCAL_WORLD_SIZE", world_size)
     backend = choose_backend()
     device = torch.device("cpu")
+    if backend == "nccl" and local_rank >= torch.cuda.device_count():
+        raise RuntimeError(
+            f"infra: LOCAL_RANK {local_rank} needs its own GPU for NCCL but only "
+            f"{torch.cuda.device_count()} are visible: check CUDA_VISIBLE_DEVICES and "
+            f"--nproc-per-node, or set {BACKEND_ENV}=gloo to share GPUs between ranks"
+        )
     if torch.cuda.is_available():
         # With gloo several ranks may share one GPU (a one-GPU node running 4 ranks).
         device = torch.device("cuda", local_rank % torch.cuda.device_count())
