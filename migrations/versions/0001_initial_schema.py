@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-12-02 13:54:16.236096
+Create Date: 2026-12-02 13:54:35.381666
 """
 
 from collections.abc import Sequence
@@ -207,6 +207,7 @@ def upgrade() -> None:
     sa.Column('messages', sa.Text(), nullable=True),
     sa.Column('resolution', sa.Text(), nullable=True),
     sa.Column('skipped_reason', sa.Text(), nullable=True),
+    sa.Column('allowlist', sa.JSON(), nullable=True),
     sa.ForeignKeyConstraint(['run_id'], ['integration_runs.id'], ),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('run_id', 'position', name='uq_integration_steps')

@@ -58,3 +58,6 @@ class IntegrationStep(SQLModel, table=True):
     messages: str | None = Field(default=None, sa_column=text_column())
     resolution: str | None = Field(default=None, sa_column=text_column())
     skipped_reason: str | None = Field(default=None, sa_column=text_column())
+    # What regenerating the allowlist did on this step's tree: {"total_before", "total_after",
+    # "new_reads", "stale", "unparsed", "rewritten", "path"}.
+    allowlist: dict[str, Any] | None = Field(default=None, sa_column=json_column(nullable=True))
