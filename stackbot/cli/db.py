@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from stackbot.config import load_settings
-from stackbot.db import migrate
 
 
 def register(subparsers: Any) -> None:
@@ -21,6 +20,8 @@ def register(subparsers: Any) -> None:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
+    from stackbot.db import migrate  # alembic is slow to import: only when migrating
+
     settings = load_settings()
     settings.ensure_dirs()
     migrate.upgrade(settings.effective_database_url, args.revision)
@@ -29,6 +30,8 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 
 def _downgrade(args: argparse.Namespace) -> int:
+    from stackbot.db import migrate
+
     settings = load_settings()
     migrate.downgrade(settings.effective_database_url, args.revision)
     print(f"database at {_display(settings.effective_database_url)} is at {args.revision}")
