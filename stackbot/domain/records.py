@@ -59,3 +59,30 @@ class PrRecord:
     @property
     def is_open(self) -> bool:
         return self.state == "open"
+
+
+@dataclass(frozen=True)
+class StackMember:
+    """One PR of a native stack, as the stacks API lists it (bottom first)."""
+
+    number: PrNumber
+    state: str = "open"  # open | closed
+    draft: bool = False
+    merged: bool = False
+    head_ref: str = ""
+    head_sha: str = ""
+
+
+@dataclass(frozen=True)
+class StackRecord:
+    """A native stack (``GET /repos/{owner}/{repo}/stacks[/{number}]``)."""
+
+    id: int
+    number: int
+    base_ref: str
+    open: bool = True
+    members: tuple[StackMember, ...] = ()
+
+    @property
+    def numbers(self) -> tuple[PrNumber, ...]:
+        return tuple(m.number for m in self.members)

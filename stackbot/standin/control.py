@@ -1,0 +1,502 @@
+"""Driving the stand-in from tests and the demo: what users, maintainers and GitHub itself do.
+
+Everything here happens "on GitHub's side": creating repositories, pushing branches, opening
+and merging PRs (real git merges), commenting as a user, stacking PRs, installing the App,
+injecting faults. Each change sends the webhook deliveries GitHub would send. The same calls
+are served over HTTP under ``/_standin/...`` (see :mod:`stackbot.standin.routes_control`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from stackbot.standin import deliveries, hosting, payloads
+from stackbot.standin.control_people import PeopleControl
+from stackbot.standin.routes_issues import add_comment, edit_comment
+from stackbot.standin.routes_pulls import create_stack
+from stackbot.standin.state import (
+    CheckRun,
+    CommitStatus,
+    Delivery,
+    Fault,
+    FaultKind,
+    Issue,
+    IssueComment,
+    Pull,
+    Repo,
+    RequestRecord,
+    Stack,
+    StandinState,
+)
+
+Event = tuple[str, dict[str, Any], str | None]  # (event name, payload, repo full name)
+
+
+class StandinError(ValueError):
+    """A control call that cannot be done; the message says what is wrong."""
+
+
+class StandinControl(PeopleControl):
+    def __init__(self, state: StandinState) -> None:
+        super().__init__(state)
+
+    # -- repositories and pushes ------------------------------------------------------------
+
+    def create_repo(
+        self,
+        full_name: str,
+        *,
+        source: Path | str | None = None,
+        files: Mapping[str, str | bytes | None] | None = None,
+        default_branch: str = "main",
+        author: str | None = None,
+    ) -> Repo:
+        """A repository hosted as a bare git repo: copied from ``source`` or made from ``files``."""
+        owner, sep, name = full_name.partition("/")
+        if not sep or not owner or not name or "/" in name:
+            raise StandinError(f"repository names are 'owner/name', got {full_name!r}")
+        state = self.state
+        with state.lock:
+            if state.repo(full_name) is not None:
+                raise StandinError(f"repository {full_name} already exists")
+            self.ensure_account(owner)
+            bare = state.root / "repos" / owner / f"{name}.git"
+            hosting.init_bare(bare, default_branch)
+            now = state.now()
+            repo = Repo(state.new_id(), owner, name, bare, default_branch, now, now)
+            state.repos[full_name.lower()] = repo
+        if source is not None:
+            hosting.import_branches(bare, source)
+        if files is not None:
+            self.commit(
+                full_name, default_branch, files, message="Initial commit", author=author or owner
+            )
+        if hosting.resolve(bare, f"refs/heads/{default_branch}") is None:
+            raise StandinError(
+                f"{full_name} has no branch {default_branch!r}: give files or a source that has it"
+            )
+        return repo
+
+    def commit(
+        self,
+        repo_name: str,
+        branch: str,
+        files: Mapping[str, str | bytes | None],
+        *,
+        message: str,
+        author: str,
+        parent: str | None = None,
+    ) -> str:
+        """Commit ``files`` (None deletes) on top of ``parent`` or the branch tip and push it."""
+        repo = self.repo(repo_name)
+        base = parent or hosting.resolve(repo.bare_path, f"refs/heads/{branch}")
+        sha = hosting.commit_files(
+            repo.bare_path,
+            parent=base,
+            files=files,
+            message=message,
+            author=self.signature(author),
+            timestamp=self.state.now(),
+        )
+        self.set_branch(repo_name, branch, sha, pusher=author)
+        return sha
+
+    def push_from(
+        self,
+        repo_name: str,
+        source: Path | str,
+        branch: str,
+        *,
+        pusher: str,
+        source_ref: str | None = None,
+    ) -> str:
+        """Push ``source_ref`` (default: ``branch``) of a local repository to ``branch``."""
+        repo = self.repo(repo_name)
+        staging = f"refs/standin-incoming/{branch}"
+        hosting.git(
+            repo.bare_path, "fetch", "--quiet", str(source), f"+{source_ref or branch}:{staging}"
+        )
+        sha = hosting.resolve(repo.bare_path, staging)
+        hosting.delete_ref(repo.bare_path, staging)
+        if sha is None:
+            raise StandinError(f"{source} has no {source_ref or branch}")
+        self.set_branch(repo_name, branch, sha, pusher=pusher)
+        return sha
+
+    def set_branch(self, repo_name: str, branch: str, sha: str | None, *, pusher: str) -> None:
+        """Move (or delete, with None) a branch; PRs whose head it is are synchronized."""
+        state = self.state
+        events: list[Event] = []
+        with state.lock:
+            repo = self.repo(repo_name)
+            ref = f"refs/heads/{branch}"
+            before = hosting.resolve(repo.bare_path, ref)
+            if before == sha:
+                return
+            if sha is None:
+                hosting.delete_ref(repo.bare_path, ref)
+            else:
+                hosting.update_ref(repo.bare_path, ref, sha)
+            repo.pushed_at = state.now()
+            events.append(
+                ("push", payloads.push_event(state, repo, ref, before, sha, pusher), repo.full_name)
+            )
+            for pull in repo.pulls.values():
+                if pull.state == "open" and pull.head_ref == branch and sha is not None:
+                    events.append(self._synchronize(repo, pull, sha, pusher))
+        self._send(events)
+
+    def _synchronize(self, repo: Repo, pull: Pull, sha: str, sender: str) -> Event:
+        before = pull.head_sha
+        pull.head_sha = sha
+        pull.updated_at = self.state.now()
+        hosting.update_ref(repo.bare_path, f"refs/pull/{pull.number}/head", sha)
+        payload = payloads.pull_request_event(
+            self.state, repo, pull, "synchronize", sender, before=before, after=sha
+        )
+        return ("pull_request", payload, repo.full_name)
+
+    # -- pull requests and issues ----------------------------------------------------------
+
+    def open_pull(
+        self,
+        repo_name: str,
+        *,
+        author: str,
+        head: str,
+        title: str,
+        base: str | None = None,
+        body: str = "",
+        draft: bool = False,
+        number: int | None = None,
+        files: Mapping[str, str | bytes | None] | None = None,
+        message: str | None = None,
+    ) -> Pull:
+        """Open a PR from branch ``head``; with ``files``, first commit them onto ``head``
+        (branched from ``base`` if ``head`` does not exist yet)."""
+        repo = self.repo(repo_name)
+        base_ref = base or repo.default_branch
+        base_sha = hosting.resolve(repo.bare_path, f"refs/heads/{base_ref}")
+        if base_sha is None:
+            raise StandinError(f"{repo_name} has no base branch {base_ref!r}")
+        if files is not None:
+            parent = hosting.resolve(repo.bare_path, f"refs/heads/{head}") or base_sha
+            self.commit(
+                repo_name, head, files, message=message or title, author=author, parent=parent
+            )
+        head_sha = hosting.resolve(repo.bare_path, f"refs/heads/{head}")
+        if head_sha is None:
+            raise StandinError(f"{repo_name} has no branch {head!r}: push it first or give files")
+        state = self.state
+        with state.lock:
+            chosen = number if number is not None else repo.next_number()
+            if chosen in repo.pulls or chosen in repo.issues:
+                raise StandinError(f"#{chosen} already exists in {repo_name}")
+            if any(
+                p.state == "open" and p.head_ref == head and p.base_ref == base_ref
+                for p in repo.pulls.values()
+            ):
+                raise StandinError(f"a pull request already exists for {head} into {base_ref}")
+            self.ensure_user(author)
+            now = state.now()
+            pull = Pull(
+                chosen,
+                state.new_id(),
+                title,
+                body,
+                author,
+                head,
+                head_sha,
+                base_ref,
+                base_sha,
+                now,
+                now,
+                draft=draft,
+            )
+            repo.pulls[chosen] = pull
+            hosting.update_ref(repo.bare_path, f"refs/pull/{chosen}/head", head_sha)
+            event = payloads.pull_request_event(state, repo, pull, "opened", author)
+        self._send([("pull_request", event, repo.full_name)])
+        return pull
+
+    def edit_pull(
+        self,
+        repo_name: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+        editor: str | None = None,
+    ) -> Pull:
+        state = self.state
+        with state.lock:
+            repo = self.repo(repo_name)
+            pull = self.pull(repo_name, number)
+            changes: dict[str, Any] = {}
+            if title is not None and title != pull.title:
+                changes["title"] = {"from": pull.title}
+                pull.title = title
+            if body is not None and body != pull.body:
+                changes["body"] = {"from": pull.body or ""}
+                pull.body = body
+            if base is not None and base != pull.base_ref:
+                new_sha = hosting.resolve(repo.bare_path, f"refs/heads/{base}")
+                if new_sha is None:
+                    raise StandinError(f"{repo_name} has no branch {base!r}")
+                changes["base"] = {"ref": {"from": pull.base_ref}, "sha": {"from": pull.base_sha}}
+                pull.base_ref, pull.base_sha = base, new_sha
+            if not changes:
+                return pull
+            pull.updated_at = state.now()
+            event = payloads.pull_request_event(
+                state, repo, pull, "edited", editor or pull.author, changes=changes
+            )
+        self._send([("pull_request", event, repo.full_name)])
+        return pull
+
+    def set_draft(
+        self, repo_name: str, number: int, draft: bool, *, sender: str | None = None
+    ) -> Pull:
+        return self._change_pull(
+            repo_name, number, "converted_to_draft" if draft else "ready_for_review", sender
+        )
+
+    def close_pull(self, repo_name: str, number: int, *, sender: str | None = None) -> Pull:
+        return self._change_pull(repo_name, number, "closed", sender)
+
+    def reopen_pull(self, repo_name: str, number: int, *, sender: str | None = None) -> Pull:
+        return self._change_pull(repo_name, number, "reopened", sender)
+
+    def _change_pull(self, repo_name: str, number: int, action: str, sender: str | None) -> Pull:
+        state = self.state
+        with state.lock:
+            repo = self.repo(repo_name)
+            pull = self.pull(repo_name, number)
+            if (
+                action in ("closed", "converted_to_draft", "ready_for_review")
+                and pull.state != "open"
+            ):
+                raise StandinError(f"#{number} is not open")
+            if action == "reopened" and (pull.state != "closed" or pull.merged):
+                raise StandinError(f"#{number} is not a closed, unmerged pull request")
+            now = state.now()
+            if action == "closed":
+                pull.state, pull.closed_at = "closed", now
+                pull.base_sha = (
+                    hosting.resolve(repo.bare_path, f"refs/heads/{pull.base_ref}") or pull.base_sha
+                )
+            elif action == "reopened":
+                pull.state, pull.closed_at = "open", None
+            else:
+                pull.draft = action == "converted_to_draft"
+            pull.updated_at = now
+            event = payloads.pull_request_event(state, repo, pull, action, sender or pull.author)
+        self._send([("pull_request", event, repo.full_name)])
+        return pull
+
+    def merge_pull(
+        self, repo_name: str, number: int, *, merger: str, message: str | None = None
+    ) -> str:
+        """Merge a PR with a real merge commit on its base branch; returns the merge commit."""
+        state = self.state
+        events: list[Event] = []
+        with state.lock:
+            repo = self.repo(repo_name)
+            pull = self.pull(repo_name, number)
+            if pull.state != "open":
+                raise StandinError(f"#{number} is not open")
+            ref = f"refs/heads/{pull.base_ref}"
+            base_sha = hosting.resolve(repo.bare_path, ref)
+            assert base_sha is not None
+            text = (
+                message
+                or f"Merge pull request #{number} from {repo.owner}/{pull.head_ref}\n\n{pull.title}"
+            )
+            try:
+                merged = hosting.merge(
+                    repo.bare_path,
+                    base_sha,
+                    pull.head_sha,
+                    message=text,
+                    author=self.signature(merger),
+                    timestamp=state.now(),
+                )
+            except hosting.MergeConflict as conflict:
+                raise StandinError(
+                    f"#{number} does not merge cleanly: {', '.join(conflict.paths)}"
+                ) from None
+            hosting.update_ref(repo.bare_path, ref, merged)
+            now = state.now()
+            pull.state, pull.merged, pull.merged_at, pull.closed_at = "closed", True, now, now
+            pull.merged_by, pull.merge_commit_sha, pull.base_sha, pull.updated_at = (
+                merger,
+                merged,
+                base_sha,
+                now,
+            )
+            self.ensure_user(merger)
+            repo.pushed_at = now
+            events.append(
+                (
+                    "push",
+                    payloads.push_event(state, repo, ref, base_sha, merged, merger),
+                    repo.full_name,
+                )
+            )
+            events.append(
+                (
+                    "pull_request",
+                    payloads.pull_request_event(state, repo, pull, "closed", merger),
+                    repo.full_name,
+                )
+            )
+        self._send(events)
+        return merged
+
+    def open_issue(
+        self, repo_name: str, *, author: str, title: str, body: str = "", number: int | None = None
+    ) -> Issue:
+        state = self.state
+        with state.lock:
+            repo = self.repo(repo_name)
+            chosen = number if number is not None else repo.next_number()
+            if chosen in repo.pulls or chosen in repo.issues:
+                raise StandinError(f"#{chosen} already exists in {repo_name}")
+            self.ensure_user(author)
+            now = state.now()
+            issue = Issue(chosen, state.new_id(), title, body, author, now, now)
+            repo.issues[chosen] = issue
+        return issue
+
+    def comment(self, repo_name: str, number: int, author: str, body: str) -> IssueComment:
+        """``author`` comments on issue or PR ``number`` (an ``issue_comment`` delivery)."""
+        state = self.state
+        with state.lock:
+            repo = self.repo(repo_name)
+            if number not in repo.pulls and number not in repo.issues:
+                raise StandinError(f"{repo_name} has no issue or pull request #{number}")
+            self.ensure_user(author)
+            comment = add_comment(state, repo, number, author, body)
+            event = payloads.issue_comment_event(state, repo, comment, "created", author)
+        self._send([("issue_comment", event, repo.full_name)])
+        return comment
+
+    def edit_comment(
+        self, repo_name: str, comment_id: int, body: str, *, editor: str | None = None
+    ) -> IssueComment:
+        state = self.state
+        with state.lock:
+            repo = self.repo(repo_name)
+            comment = repo.comments.get(comment_id)
+            if comment is None:
+                raise StandinError(f"{repo_name} has no comment {comment_id}")
+            event = edit_comment(state, repo, comment, body, editor or comment.author)
+        if event is not None:
+            self._send([("issue_comment", event, repo.full_name)])
+        return comment
+
+    def create_stack(self, repo_name: str, numbers: list[int]) -> Stack:
+        """Stack PRs natively, bottom first (each must be based on the previous one's head)."""
+        from stackbot.standin.auth import StandinHTTPError
+
+        with self.state.lock:
+            repo = self.repo(repo_name)
+            try:
+                return create_stack(self.state, repo, list(numbers))
+            except StandinHTTPError as error:
+                detail = (
+                    "; ".join(str(e.get("message", "")) for e in error.errors or [])
+                    or error.message
+                )
+                raise StandinError(f"cannot stack {numbers}: {detail}") from None
+
+    def rerequest_check_run(self, repo_name: str, run_id: int, *, sender: str) -> None:
+        """A user clicks "Re-run" on a completed check run (a ``check_run.rerequested`` delivery)."""
+        state = self.state
+        with state.lock:
+            repo = self.repo(repo_name)
+            run = repo.check_runs.get(run_id)
+            if run is None or run.status != "completed":
+                raise StandinError(f"check run {run_id} does not exist or has not completed")
+            event = payloads.check_run_event(state, repo, run, "rerequested", sender)
+        self._send([("check_run", event, repo.full_name)])
+
+    # -- faults -----------------------------------------------------------------------------
+
+    def inject_fault(
+        self,
+        kind: FaultKind,
+        *,
+        method: str = ".*",
+        path: str = ".*",
+        count: int = 1,
+        retry_after: float | None = None,
+        reset_in: float | None = None,
+        status: int = 503,
+    ) -> Fault:
+        """The next ``count`` requests matching ``method``/``path`` (regexes) fail this way."""
+        fault = Fault(kind, method, path, count, retry_after, reset_in, status)
+        with self.state.lock:
+            self.state.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self.state.lock:
+            self.state.faults.clear()
+
+    # -- reading back -----------------------------------------------------------------------
+
+    def repo(self, repo_name: str) -> Repo:
+        repo = self.state.repo(repo_name)
+        if repo is None:
+            raise StandinError(f"no repository {repo_name} on the stand-in")
+        return repo
+
+    def pull(self, repo_name: str, number: int) -> Pull:
+        pull = self.repo(repo_name).pulls.get(number)
+        if pull is None:
+            raise StandinError(f"{repo_name} has no pull request #{number}")
+        return pull
+
+    def comments(self, repo_name: str, number: int) -> list[IssueComment]:
+        with self.state.lock:
+            found = self.repo(repo_name).comments.values()
+            return sorted((c for c in found if c.issue_number == number), key=lambda c: c.id)
+
+    def check_runs(self, repo_name: str, sha: str | None = None) -> list[CheckRun]:
+        with self.state.lock:
+            runs = self.repo(repo_name).check_runs.values()
+            return sorted((r for r in runs if sha is None or r.head_sha == sha), key=lambda r: r.id)
+
+    def statuses(self, repo_name: str, sha: str | None = None) -> list[CommitStatus]:
+        with self.state.lock:
+            return [s for s in self.repo(repo_name).statuses if sha is None or s.sha == sha]
+
+    def deliveries(self, event: str | None = None, action: str | None = None) -> list[Delivery]:
+        with self.state.lock:
+            return [
+                d
+                for d in self.state.deliveries
+                if (event is None or d.event == event) and (action is None or d.action == action)
+            ]
+
+    def requests(
+        self, method: str | None = None, path_contains: str | None = None
+    ) -> list[RequestRecord]:
+        with self.state.lock:
+            return [
+                r
+                for r in self.state.requests
+                if (method is None or r.method == method)
+                and (path_contains is None or path_contains in r.path)
+            ]
+
+    def flush_deliveries(self) -> list[Delivery]:
+        return deliveries.flush(self.state)
+
+    def _send(self, events: list[Event]) -> None:
+        for event, payload, repo in events:
+            deliveries.deliver(self.state, event, payload, repo=repo)
