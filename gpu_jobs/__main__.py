@@ -1,0 +1,173 @@
+"""``python -m gpu_jobs``: run a job on this node, merge a job's result, list test sets.
+
+Exit status of ``run``: 0 only when the job passed; 1 when it ran and did not pass; 2 for bad
+input (the message names the field).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpu_jobs import __version__
+from gpu_jobs._fields import ContractError
+from gpu_jobs.checkout import default_cache_dir
+from gpu_jobs.rendezvous import PlacementError, placement
+from gpu_jobs.runner import RunOptions, StopFlag, run_job
+from gpu_jobs.spec import JobSpec, LauncherOptions, Shape
+from gpu_jobs.testsets import load_test_sets
+from gpu_jobs.verdict import result_from_out_dir
+
+EXIT_PASSED, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class BadInput(Exception):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpu_jobs", description="Run stackbot's GPU test jobs on this node."
+    )
+    parser.add_argument("--version", action="version", version=f"gpu_jobs {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser(
+        "run",
+        help="run a job (SPEC.json, or --checkout/--target/--shape) and write DIR/result.json",
+        description="Run one job's part on this node. Multi-node placement comes from the "
+        "--node-rank/--nnodes/--master-* options or from Slurm's environment.",
+    )
+    run.add_argument("spec", nargs="?", type=Path, help="job spec JSON file")
+    run.add_argument("--out", type=Path, required=True, help="job output directory (shared)")
+    ad_hoc = run.add_argument_group("a job without a spec file")
+    ad_hoc.add_argument("--checkout", type=Path, help="tree to test")
+    ad_hoc.add_argument("--target", action="append", default=[], help="pytest target (repeat)")
+    ad_hoc.add_argument("--shape", help="NODESxGPUS_PER_NODE, e.g. 1x4")
+    ad_hoc.add_argument("--test-set", help="take targets from this test set")
+    ad_hoc.add_argument("--test-sets-file", type=Path, help="TOML file of test sets")
+    ad_hoc.add_argument("--reference", action="store_true", help="targets are gpu_jobs suites")
+    ad_hoc.add_argument("--timeout", type=float, help="seconds for the whole job")
+    ad_hoc.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    ad_hoc.add_argument("--backend", choices=["nccl", "gloo"])
+    ad_hoc.add_argument("--no-node-check", action="store_true", help="skip the node check")
+    ad_hoc.add_argument("--job-id", help="job id (default: a random one)")
+    place = run.add_argument_group("placement (default: Slurm's environment, else one node)")
+    place.add_argument("--node-rank", type=int)
+    place.add_argument("--nnodes", type=int)
+    place.add_argument("--master-addr")
+    place.add_argument("--master-port", type=int)
+    run.add_argument("--run-id", help="tells this run's files from an earlier run's")
+    run.add_argument("--cache-dir", type=Path, help="where fetched repositories are kept")
+
+    merge = commands.add_parser(
+        "merge", help="merge the nodes' reports in DIR into DIR/result.json (a collector)"
+    )
+    merge.add_argument("--out", type=Path, required=True)
+
+    sets = commands.add_parser("test-sets", help="list the test sets")
+    sets.add_argument("--file", type=Path, help="TOML file (default: the built-in one)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "merge":
+            return _merge(args.out)
+        return _list_test_sets(args.file)
+    except (BadInput, ContractError, PlacementError) as exc:
+        print(f"gpu_jobs: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _run(args: argparse.Namespace) -> int:
+    spec = _spec_from(args)
+    where = placement(
+        spec.shape,
+        node_rank=args.node_rank,
+        nnodes=args.nnodes,
+        master_addr=args.master_addr,
+        master_port=args.master_port or spec.launcher.master_port,
+    )
+    run_id = args.run_id or os.environ.get("SLURM_JOB_ID") or spec.job_id
+    args.out.mkdir(parents=True, exist_ok=True)
+    stop = StopFlag()
+    stop.install()
+    options = RunOptions(
+        out_dir=args.out.resolve(),
+        placement=where,
+        run_id=run_id,
+        cache_dir=args.cache_dir or default_cache_dir(),
+    )
+    result = run_job(spec, options, stop)
+    return EXIT_PASSED if result is not None and result.passed else EXIT_NOT_PASSED
+
+
+def _spec_from(args: argparse.Namespace) -> JobSpec:
+    if args.spec is not None:
+        if args.checkout or args.target or args.shape or args.test_set:
+            raise BadInput("give either SPEC.json or --checkout/--target/--shape, not both")
+        try:
+            return JobSpec.from_json(args.spec.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise BadInput(f"spec: cannot read {args.spec}: {exc.strerror}") from None
+    if not args.shape:
+        raise BadInput("shape: give SPEC.json, or --shape with --target or --test-set")
+    targets = list(args.target)
+    test_set_name = args.test_set or "ad-hoc"
+    timeout = args.timeout
+    if args.test_set:
+        sets = load_test_sets(args.test_sets_file)
+        if args.test_set not in sets:
+            known = ", ".join(sorted(sets))
+            raise BadInput(f"test_set: unknown test set {args.test_set!r} (known: {known})")
+        chosen = sets[args.test_set]
+        targets = targets or list(chosen.targets(args.reference))
+        timeout = timeout or chosen.timeout_s
+    if not targets:
+        raise BadInput("targets: give --target (repeatable) or --test-set")
+    if args.checkout is None and not args.reference:
+        raise BadInput("checkout: give --checkout DIR, or --reference for gpu_jobs' suites")
+    return JobSpec(
+        job_id=args.job_id or f"adhoc-{uuid.uuid4().hex[:8]}",
+        test_set=test_set_name,
+        targets=tuple(targets),
+        shape=Shape.parse(args.shape),
+        checkout=str(args.checkout.resolve()) if args.checkout else None,
+        reference=args.reference,
+        timeout_s=timeout or 3600.0,
+        launcher=LauncherOptions(device=args.device, backend=args.backend),
+        node_check=not args.no_node_check,
+    )
+
+
+def _merge(out_dir: Path) -> int:
+    try:
+        spec = JobSpec.from_json((out_dir / "spec.json").read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BadInput(f"out: {out_dir} has no readable spec.json ({exc.strerror})") from None
+    result = result_from_out_dir(spec, out_dir)
+    print(f"{result.status}: {result.message}".rstrip(": "))
+    return EXIT_PASSED if result.passed else EXIT_NOT_PASSED
+
+
+def _list_test_sets(path: Path | None) -> int:
+    for name, test_set in sorted(load_test_sets(path).items()):
+        shapes = ", ".join(str(s) for s in test_set.shapes)
+        print(f"{name}  [{shapes}]  {test_set.description}")
+        for target in test_set.megatron_targets:
+            print(f"    megatron:  {target}")
+        for target in test_set.reference_targets:
+            print(f"    reference: {target}")
+    return EXIT_PASSED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Test sets: named pytest targets and the shapes they run on, read from TOML.
+
+The built-in file is ``gpu_jobs/testsets.toml``; a deployment may point at its own. Every error
+names the file and the field, e.g. ``stackbot-tests.toml: test_sets.amax-group.shapes[1]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpu_jobs._fields import ContractError, FieldReader, parse_version
+from gpu_jobs.spec import JobSpec, LauncherOptions, Shape
+
+BUILTIN_TEST_SETS = Path(__file__).with_name("testsets.toml")
+NODE_CHECK_TARGET = "suites/node_check/test_node_check.py"
+_KNOWN_KEYS = {"description", "shapes", "timeout_s", "megatron_targets", "reference_targets"}
+_KNOWN_KEYS |= {"env", "container_image", "setup_commands"}
+
+
+class TestSetError(ContractError):
+    """A test-set file that cannot be used; the message names the file and the field."""
+
+    __test__ = False
+
+    def __init__(self, path: Path, field: str, problem: str) -> None:
+        ValueError.__init__(self, f"{path}: {field}: {problem}")
+        self.path = path
+        self.field = field
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class TestSet:
+    __test__ = False  # not a pytest test class
+
+    name: str
+    shapes: tuple[Shape, ...]
+    megatron_targets: tuple[str, ...]
+    reference_targets: tuple[str, ...]
+    timeout_s: float = 3600.0
+    env: dict[str, str] = field(default_factory=dict)
+    container_image: str | None = None
+    setup_commands: tuple[str, ...] = ()
+    description: str = ""
+
+    def targets(self, reference: bool) -> tuple[str, ...]:
+        return self.reference_targets if reference else self.megatron_targets
+
+    def job_spec(
+        self,
+        *,
+        job_id: str,
+        shape: Shape | str,
+        reference: bool = False,
+        repo_url: str | None = None,
+        commit: str | None = None,
+        checkout: str | None = None,
+        launcher: LauncherOptions | None = None,
+        node_check: bool = True,
+        timeout_s: float | None = None,
+    ) -> JobSpec:
+        """The job that runs this test set on ``shape`` (which must be one of its shapes)."""
+        shape = Shape.parse(shape) if isinstance(shape, str) else shape
+        if shape not in self.shapes:
+            runs_on = ", ".join(str(s) for s in self.shapes)
+            raise ContractError("shape", f"test set {self.name!r} runs on {runs_on}, not {shape}")
+        return JobSpec(
+            job_id=job_id,
+            test_set=self.name,
+            targets=self.targets(reference),
+            shape=shape,
+            repo_url=repo_url,
+            commit=commit,
+            checkout=checkout,
+            reference=reference,
+            timeout_s=timeout_s if timeout_s is not None else self.timeout_s,
+            env=dict(self.env),
+            launcher=launcher or LauncherOptions(),
+            node_check=node_check,
+            setup_commands=self.setup_commands,
+            container_image=self.container_image,
+        )
+
+
+def load_test_sets(path: Path | str | None = None) -> dict[str, TestSet]:
+    """Test sets by name from ``path`` (None: the built-in file)."""
+    path = Path(path) if path is not None else BUILTIN_TEST_SETS
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TestSetError(path, "<file>", f"cannot be read: {exc.strerror or exc}") from None
+    return parse_test_sets(text, path)
+
+
+def get_test_set(name: str, path: Path | str | None = None) -> TestSet:
+    sets = load_test_sets(path)
+    if name not in sets:
+        known = ", ".join(sorted(sets)) or "none"
+        raise ContractError("test_set", f"unknown test set {name!r} (known: {known})")
+    return sets[name]
+
+
+def parse_test_sets(text: str, path: Path) -> dict[str, TestSet]:
+    data = _parse_toml(text, path)
+    try:
+        root = FieldReader(data)
+        parse_version(root.text("schema_version", "1.0"), "schema_version", 1)
+        sets_table = root.raw("test_sets")
+        if not isinstance(sets_table, dict) or not sets_table:
+            raise ContractError("test_sets", "needs at least one [test_sets.NAME] table")
+        root.refuse_unknown()
+        return {name: _test_set(name, body) for name, body in sets_table.items()}
+    except TestSetError:
+        raise
+    except ContractError as exc:
+        raise TestSetError(path, exc.field, exc.problem) from None
+
+
+def _test_set(name: str, body: Any) -> TestSet:
+    r = FieldReader(body, f"test_sets.{name}")
+    unknown = sorted(set(body) - _KNOWN_KEYS) if isinstance(body, dict) else []
+    if unknown:
+        raise ContractError(r.name(unknown[0]), "is not a known test-set field (misspelt?)")
+    shape_texts = r.texts("shapes")
+    if not shape_texts:
+        raise ContractError(r.name("shapes"), "must list at least one shape such as '1x4'")
+    shapes = tuple(Shape.parse(s, f"{r.name('shapes')}[{i}]") for i, s in enumerate(shape_texts))
+    megatron, reference = r.texts("megatron_targets"), r.texts("reference_targets")
+    if not megatron and not reference:
+        raise ContractError(r.name("megatron_targets"), "a test set needs targets")
+    timeout_s = r.number("timeout_s", 3600.0)
+    if timeout_s <= 0:
+        raise ContractError(r.name("timeout_s"), "must be positive")
+    return TestSet(
+        name=name,
+        shapes=shapes,
+        megatron_targets=megatron,
+        reference_targets=reference,
+        timeout_s=timeout_s,
+        env=r.text_map("env"),
+        container_image=r.opt_text("container_image") or None,
+        setup_commands=r.texts("setup_commands"),
+        description=r.text("description", ""),
+    )
+
+
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):  # noqa: UP036 - GPU nodes may run Python 3.10
+        import tomllib
+    else:  # pragma: no cover - nodes on Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise TestSetError(
+                path, "<file>", "reading TOML on Python 3.10 needs `pip install tomli`"
+            ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TestSetError(path, "<toml>", f"is not valid TOML: {exc}") from None

@@ -1,0 +1,215 @@
+"""The job's status from what its nodes reported and what its ranks wrote.
+
+Rules, first match wins: a node that stopped the job before its tests (setup failed, node check
+failed: ``infra``; a missing commit or no target: ``error``) decides; then a cancel
+(``cancelled``); the job's timeout (``timeout``); a node without a report, a crashed or a hung
+rank (``error``, naming them); torchrun failing before any rank started (``infra``); no test
+collected (``error``); a test that failed or errored on any rank (``failed``); otherwise
+``passed``.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpu_jobs.junit import (
+    MergedTests,
+    RankReport,
+    describe_ranks,
+    junit_path,
+    merge_ranks,
+    read_rank_report,
+)
+from gpu_jobs.nodes import NodeReport, read_reports, write_atomic
+from gpu_jobs.spec import Counts, Durations, JobResult, JobSpec, JobStatus, NodeCheck
+
+# pytest's exit statuses that mean "the session ran": ok, tests failed, nothing collected.
+_SESSION_RAN = (0, 1, 5)
+_STOPPED_BY_LAUNCHER = (-int(signal.SIGTERM), -int(signal.SIGKILL))
+
+
+@dataclass
+class RankFate:
+    crashed: dict[int, int | None] = field(default_factory=dict)  # rank -> exit code if known
+    stopped: list[int] = field(default_factory=list)  # stopped by torchrun after another failed
+    hung: list[int] = field(default_factory=list)
+
+
+def decide(
+    spec: JobSpec,
+    out_dir: Path,
+    reports: Mapping[int, NodeReport | None],
+    *,
+    started_at: str,
+    finished_at: str,
+    total_s: float,
+) -> JobResult:
+    present = {node: report for node, report in sorted(reports.items()) if report is not None}
+    absent = sorted(node for node, report in reports.items() if report is None)
+    world = range(spec.shape.world_size)
+    tests_dir = out_dir / "tests"
+    rank_reports = {rank: read_rank_report(junit_path(tests_dir, rank), rank) for rank in world}
+    ran_tests = any(report.tests is not None for report in present.values())
+    merged = merge_ranks(rank_reports, world) if ran_tests else MergedTests((), Counts(), ())
+    fate = _rank_fate(present, {r for r, rep in rank_reports.items() if rep is not None})
+    status, message = _status(spec, present, absent, merged, fate)
+    first = next(iter(present.values()), None)
+    return JobResult(
+        job_id=spec.job_id,
+        status=status,
+        message=message,
+        test_set=spec.test_set,
+        shape=str(spec.shape),
+        commit=first.commit if first else spec.commit,
+        counts=merged.counts,
+        tests=merged.tests,
+        failed_ranks=merged.failed_ranks,
+        crashed_ranks=tuple(sorted(fate.crashed)),
+        hung_ranks=tuple(sorted(fate.hung)),
+        missing_targets=first.missing_targets if first else (),
+        node_check=_node_check(spec, present),
+        durations=_durations(present, total_s),
+        nodes=tuple(present[n].node_name if n in present else f"node{n}?" for n in sorted(reports)),
+        logs=_logs(present, rank_reports, tests_dir, out_dir),
+        started_at=started_at,
+        finished_at=finished_at,
+    )
+
+
+def _status(
+    spec: JobSpec,
+    present: Mapping[int, NodeReport],
+    absent: list[int],
+    merged: MergedTests,
+    fate: RankFate,
+) -> tuple[JobStatus, str]:
+    for report in present.values():
+        if report.abort_status is not None:
+            return report.abort_status, report.abort_message  # type: ignore[return-value]
+    phases = [report.tests for report in present.values() if report.tests is not None]
+    if any(report.interrupted for report in present.values()):
+        return "cancelled", "cancelled while running (the runner was sent SIGTERM or SIGINT)"
+    if any(phase.timed_out for phase in phases):
+        return "timeout", (
+            f"timed out after {spec.timeout_s:g}s; ranks {describe_ranks(fate.hung)} had not "
+            "finished their tests"
+        )
+    if absent:
+        return "error", (
+            f"node(s) {describe_ranks(absent)} wrote no report: their runner crashed or was "
+            "killed; see the scheduler's log"
+        )
+    launch_failed = [p for p in phases if p.launch_failed]
+    if launch_failed:
+        return "infra", (
+            f"torchrun exited {launch_failed[0].exit_code} before any rank started; see "
+            f"{launch_failed[0].log}"
+        )
+    if fate.crashed or fate.hung:
+        return "error", _crash_message(fate)
+    if merged.counts.total == 0:
+        return "error", "no tests were collected from the targets: " + ", ".join(spec.targets)
+    bad = merged.counts.failed + merged.counts.error
+    if bad:
+        worst = next(t for t in merged.tests if t.outcome in ("failed", "error"))
+        return "failed", (
+            f"{bad} of {merged.counts.total} tests failed or errored on ranks "
+            f"{describe_ranks(merged.failed_ranks)}; first: {worst.nodeid}"
+        )
+    broken = [p for p in phases if p.exit_code not in (0, None)]
+    if broken:
+        return (
+            "error",
+            f"torchrun exited {broken[0].exit_code} although every rank reported; see {broken[0].log}",
+        )
+    first = next(iter(present.values()))
+    if first.missing_targets:
+        return "passed", f"{len(first.missing_targets)} target(s) absent from the tree and not run"
+    return "passed", ""
+
+
+def _crash_message(fate: RankFate) -> str:
+    parts = []
+    for rank, code in sorted(fate.crashed.items()):
+        parts.append(f"rank {rank} crashed" + (f" (exit code {code})" if code is not None else ""))
+    if fate.hung:
+        parts.append(f"ranks {describe_ranks(fate.hung)} hung and were killed")
+    if fate.stopped:
+        parts.append(f"ranks {describe_ranks(fate.stopped)} were stopped by torchrun after that")
+    return "; ".join(parts)
+
+
+def _rank_fate(present: Mapping[int, NodeReport], reported: set[int]) -> RankFate:
+    fate = RankFate()
+    for report in present.values():
+        phase = report.tests
+        if phase is None:
+            continue
+        fate.hung.extend(phase.hung_ranks)
+        if phase.timed_out or phase.interrupted or phase.launch_failed:
+            continue  # gpu_jobs stopped the ranks itself, or none started
+        for rank in phase.ranks:
+            if rank in phase.hung_ranks:
+                continue
+            if phase.finished.get(rank) in _SESSION_RAN and rank in reported:
+                continue
+            code = phase.rank_exit_codes.get(rank)
+            if code in _STOPPED_BY_LAUNCHER and phase.finished.get(rank) is None:
+                fate.stopped.append(rank)
+            else:
+                fate.crashed[rank] = code if code is not None else phase.finished.get(rank)
+    if fate.stopped and not fate.crashed and not fate.hung:
+        # Nothing else failed, so the signal came from outside: count them as crashed.
+        fate.crashed = dict.fromkeys(fate.stopped, -int(signal.SIGTERM))
+        fate.stopped = []
+    return fate
+
+
+def _node_check(spec: JobSpec, present: Mapping[int, NodeReport]) -> NodeCheck:
+    if not spec.node_check:
+        return "skipped"
+    if any(report.node_check_message for report in present.values()):
+        return "failed"
+    if present and all(report.node_check is not None for report in present.values()):
+        return "passed"
+    return "skipped"
+
+
+def _durations(present: Mapping[int, NodeReport], total_s: float) -> Durations:
+    reports = list(present.values())
+    return Durations(
+        setup_s=max((r.setup_s for r in reports), default=0.0),
+        node_check_s=max((r.node_check.duration_s for r in reports if r.node_check), default=0.0),
+        tests_s=max((r.tests.duration_s for r in reports if r.tests), default=0.0),
+        total_s=total_s,
+    )
+
+
+def _logs(
+    present: Mapping[int, NodeReport],
+    rank_reports: Mapping[int, RankReport | None],
+    tests_dir: Path,
+    out_dir: Path,
+) -> dict[str, str]:
+    logs: dict[str, str] = {}
+    for node_report in present.values():
+        logs.update(node_report.logs)
+    for rank, rank_report in rank_reports.items():
+        if rank_report is not None:
+            logs[f"junit-rank{rank}"] = str(junit_path(tests_dir, rank).relative_to(out_dir))
+    return logs
+
+
+def result_from_out_dir(spec: JobSpec, out_dir: Path) -> JobResult:
+    """result.json if the runner wrote one, else a verdict from whatever the nodes left there
+    (written to result.json, so collecting twice gives the same answer)."""
+    path = out_dir / "result.json"
+    if path.exists():
+        return JobResult.from_json(path.read_text(encoding="utf-8"))
+    reports = read_reports(out_dir, spec.shape.nodes)
+    result = decide(spec, out_dir, reports, started_at="", finished_at="", total_s=0.0)
+    write_atomic(path, result.to_json())
+    return result
