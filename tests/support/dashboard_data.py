@@ -111,19 +111,19 @@ def seed_series(
                 final_commit=None if status == "conflict" else sha(f"commit-{number}"),
                 heads={str(n): sha(f"head-{n}") for n in numbers[: index + 1]},
                 allowlist={
-                    "total_before": 195,
-                    "total_after": 194,
-                    "generation": "scope",
-                    "new_reads": [],
+                    "path": "tools/process_group_usage_allowlist.json",
+                    "format": "scope",
+                    "total": 194,
+                    "entries": 194,
+                    "base_total": 195,
+                    "delta": -1,
+                    "ok": True,
+                    "new": [],
                     "stale": [
-                        {
-                            "file": "megatron/core/x.py",
-                            "key": "f",
-                            "kind": "accessor",
-                            "detail": "parallel_state.get_tensor_model_parallel_group",
-                            "count": 1,
-                        }
+                        "megatron/core/x.py f:accessor:parallel_state.get_tensor_model_parallel_group"
                     ],
+                    "unparsed": [],
+                    "checker": None,
                 },
                 created_at=now - timedelta(minutes=prs - index),
                 finished_at=now,
