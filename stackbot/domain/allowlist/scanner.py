@@ -1,0 +1,102 @@
+"""Scan one file of a tree for reads of global process-group state, as each checker would.
+
+``scan_current`` is the current checker (scope KEYs, duplicates kept); ``scan_first_generation``
+the first (line KEYs, deduplicated). Both take the blob's bytes, so a BOM or a coding cookie is
+honoured the way Python itself honours it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from stackbot.domain.allowlist.first_generation import first_generation_reads
+from stackbot.domain.allowlist.model import Generation
+from stackbot.domain.allowlist.scopes import current_reads
+
+# Part of every scan cache key: bump it whenever what a scan returns changes.
+SCANNER_VERSION = "1"
+
+SCAN_PREFIX = "megatron/core/"
+EXEMPT_PATHS = frozenset(
+    {"megatron/core/parallel_state.py", "megatron/core/process_groups_config.py"}
+)
+
+
+def is_scanned_path(path: str) -> bool:
+    """``megatron/core/**/*.py`` except the two modules allowed to read global state."""
+    return path.startswith(SCAN_PREFIX) and path.endswith(".py") and path not in EXEMPT_PATHS
+
+
+@dataclass(frozen=True)
+class ScanOutcome:
+    """The reads of one file: ``entries`` sorted as strings, ``lines[i]`` where ``entries[i]``
+    was read (for telling a human where to look), or ``error`` when the file does not parse."""
+
+    entries: tuple[str, ...] = ()
+    lines: tuple[int, ...] = ()
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entries": list(self.entries), "lines": list(self.lines), "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScanOutcome:
+        """The inverse of :meth:`to_json`, for caches that persist outcomes."""
+        return cls(
+            entries=tuple(str(e) for e in data["entries"]),
+            lines=tuple(int(n) for n in data["lines"]),
+            error=None if data["error"] is None else str(data["error"]),
+        )
+
+
+Reads = list[tuple[int, str]]
+
+
+def _parse(source: str | bytes) -> ast.Module | str:
+    """The module, or the reason it does not parse (without the path: outcomes are cached per
+    blob, and one blob can live at several paths)."""
+    try:
+        return ast.parse(source)
+    except SyntaxError as error:
+        return f"line {error.lineno}: {error.msg}" if error.lineno else str(error.msg)
+    except (ValueError, UnicodeDecodeError) as error:  # null bytes, undecodable source
+        return str(error)
+    except (RecursionError, MemoryError):
+        return "the file is too deeply nested for Python's parser"
+
+
+def _scan(source: str | bytes, find: Callable[[ast.Module], Reads], dedupe: bool) -> ScanOutcome:
+    module = _parse(source)
+    if isinstance(module, str):
+        return ScanOutcome(error=module)
+    try:
+        reads = find(module)
+    except RecursionError:
+        return ScanOutcome(error="the file is too deeply nested to scan")
+    pairs = sorted(
+        {(entry, line) for line, entry in reads} if dedupe else [(e, n) for n, e in reads]
+    )
+    return ScanOutcome(tuple(e for e, _ in pairs), tuple(n for _, n in pairs))
+
+
+def scan_current(path: str, source: str | bytes) -> ScanOutcome:
+    """The current checker's entries for one file; a file that does not parse stops that
+    checker, so its ``error`` must be reported as unparsed."""
+    del path  # the outcome depends on the content only, so it can be cached per blob
+    return _scan(source, current_reads, dedupe=False)
+
+
+def scan_first_generation(path: str, source: str | bytes) -> ScanOutcome:
+    """The first checker's entries for one file, deduplicated; that checker skips a file that
+    does not parse (no entries), and ``error`` says it was skipped."""
+    del path
+    return _scan(source, first_generation_reads, dedupe=True)
+
+
+SCANNERS: dict[Generation, Callable[[str, str | bytes], ScanOutcome]] = {
+    Generation.SCOPE: scan_current,
+    Generation.LINE: scan_first_generation,
+}
