@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import git as gitpython
 from gitdb import IStream, LooseObjectDB  # type: ignore[import-untyped]
@@ -258,7 +258,7 @@ class GitRepository:
             self._gitpython.close()
             self._gitpython = None
 
-    def __enter__(self) -> GitRepository:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -19,6 +19,8 @@ from stackbot.errors import BadInput
 # Modules under stackbot.cli, in the order their commands appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
     "db",
+    "integrate",
+    "allowlist",
     "series",
     "serve",
     "worker",

@@ -54,7 +54,6 @@ class RunRequest:
     # PR -> the PRs it depends on; a series run skips the dependents of a conflicting PR.
     depends_on: Mapping[PrNumber, Sequence[PrNumber]] = field(default_factory=dict)
     generated_files: Sequence[str] = (DEFAULT_ALLOWLIST_PATH,)
-    push: PushTarget | None = None
     checker_command: str | None = None
 
 
@@ -85,7 +84,6 @@ def run_integration(
         verdict = run_repo_checker(repo, steps.commit, request.checker_command, path=tracker.path)
         report = replace(report, checker=verdict.describe(report.ok))
     ref_name = _write_refs(repo, request, base, results, steps.commit)
-    pushed = _push(repo, request.push, ref_name, steps.commit) if request.push else None
     return IntegrationRunResult(
         kind=request.kind,
         name=request.name,
@@ -96,7 +94,6 @@ def run_integration(
         final_commit=steps.commit,
         ref_name=ref_name,
         allowlist=report,
-        pushed_to=pushed,
         heads={pr.number: pr.head for pr in plan},
     )
 
@@ -243,12 +240,17 @@ def _write_refs(
     return f"{prefix}head"
 
 
-def _push(repo: GitRepository, target: PushTarget, ref_name: str, commit: Sha) -> str:
-    """Push the run's head; the lease is what this mirror last pushed to that branch, so a
-    branch someone else moved since is never overwritten."""
+def push_run(
+    repo: GitRepository, result: IntegrationRunResult, target: PushTarget
+) -> IntegrationRunResult:
+    """Push the run's head to ``target``; the lease is what this mirror last pushed to that
+    branch (nothing: the branch must not exist yet), so a branch someone else moved since is
+    never overwritten (:class:`PushRejected`)."""
+    if result.ref_name is None:
+        raise BadInput(f"run {result.name} has no ref to push")
     digest = hashlib.sha256(target.remote.encode()).hexdigest()[:12]
     record = f"refs/stackbot/pushed/{digest}/{target.branch}"
     expected = repo.try_rev_parse(record)
-    repo.push(target.remote, [PushUpdate(ref_name, target.branch, expected)])
-    repo.update_refs({record: commit})
-    return f"{target.remote} {target.branch}"
+    repo.push(target.remote, [PushUpdate(result.ref_name, target.branch, expected)])
+    repo.update_refs({record: result.final_commit})
+    return replace(result, pushed_to=f"{target.remote} {target.branch}")

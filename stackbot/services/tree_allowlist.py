@@ -65,13 +65,15 @@ class MergeRewrite:
 
 
 def tally_text(tally: EntryTally) -> str:
-    """``megatron/core/x.py: Foo.bar:accessor:parallel_state.get_tp_group`` (``×2`` when
-    counted twice; no KEY when the first generation compared without line numbers)."""
+    """``megatron/core/x.py: Foo.bar:accessor:parallel_state.get_tp_group ×2 (line 6, 9)``: the
+    count when above one, where the tree reads it when it does; no KEY when the first
+    generation compared without line numbers."""
     entry = (
         f"{tally.key}:{tally.kind}:{tally.detail}" if tally.key else f"{tally.kind}:{tally.detail}"
     )
     times = f" ×{tally.count}" if tally.count > 1 else ""
-    return f"{tally.file}: {entry}{times}"
+    where = f" (line {', '.join(map(str, tally.lines))})" if tally.lines else ""
+    return f"{tally.file}: {entry}{times}{where}"
 
 
 class TreeAllowlist:
