@@ -142,24 +142,38 @@ def test_null_bytes_are_an_error_not_a_crash() -> None:
     assert outcome.error
 
 
-def test_utf8_bom_is_accepted() -> None:
+def test_utf8_bom_stops_the_scan_as_it_stops_the_checker() -> None:
+    # The checker reads files as UTF-8 text, which keeps the BOM, and Python's parser rejects
+    # U+FEFF in text: the current checker stops on such a file, so it is unparsed.
     source = f"{IMPORT}\nps.get_data_parallel_group()\n".encode()
     outcome = scan_current("megatron/core/bom.py", b"\xef\xbb\xbf" + source)
-    assert outcome.error is None
-    assert outcome.entries == (accessor("<module>", DP),)
+    assert outcome.entries == ()
+    assert outcome.error is not None
+    assert "U+FEFF" in outcome.error
 
 
-def test_coding_cookie_is_honoured() -> None:
-    source = f"# -*- coding: latin-1 -*-\n# caf\xe9\n{IMPORT}\nps.get_data_parallel_group()\n"
-    outcome = scan_current("megatron/core/latin.py", source.encode("latin-1"))
-    assert outcome.error is None
+def test_coding_cookie_is_ignored_as_the_checker_ignores_it() -> None:
+    ascii_only = f"# -*- coding: latin-1 -*-\n{IMPORT}\nps.get_data_parallel_group()\n"
+    outcome = scan_current("megatron/core/latin.py", ascii_only.encode("latin-1"))
     assert outcome.entries == (accessor("<module>", DP),)
+    not_utf8 = f"# -*- coding: latin-1 -*-\n# caf\xe9\n{IMPORT}\n".encode("latin-1")
+    outcome = scan_current("megatron/core/latin.py", not_utf8)
+    assert outcome.entries == ()
+    assert outcome.error is not None
+    assert "not valid UTF-8" in outcome.error
 
 
 def test_invalid_utf8_is_an_error() -> None:
     outcome = scan_current("megatron/core/bad.py", b"x = '\xff'\n")
     assert outcome.entries == ()
     assert outcome.error
+
+
+def test_windows_and_old_mac_newlines_keep_line_numbers() -> None:
+    crlf = f"{IMPORT}\r\n\r\nps.get_data_parallel_group()\r\n".encode()
+    assert scan_current("megatron/core/crlf.py", crlf).lines == (3,)
+    cr = f"{IMPORT}\r\rps.get_data_parallel_group()\r".encode()
+    assert scan_current("megatron/core/cr.py", cr).lines == (3,)
 
 
 def test_text_source_is_accepted_and_lines_are_kept() -> None:

@@ -164,3 +164,10 @@ def test_file_that_does_not_parse_is_skipped_but_reported() -> None:
     outcome = scan_first_generation("megatron/core/broken.py", b"ps.get_data_parallel_group(\n")
     assert outcome.entries == ()
     assert outcome.error is not None
+
+
+def test_bom_file_is_skipped_as_the_first_checker_skips_it() -> None:
+    source = b"\xef\xbb\xbfps.get_data_parallel_group()\n"
+    outcome = scan_first_generation("megatron/core/bom.py", source)
+    assert outcome.entries == ()
+    assert outcome.error is not None

@@ -1,8 +1,11 @@
 """Scan one file of a tree for reads of global process-group state, as each checker would.
 
 ``scan_current`` is the current checker (scope KEYs, duplicates kept); ``scan_first_generation``
-the first (line KEYs, deduplicated). Both take the blob's bytes, so a BOM or a coding cookie is
-honoured the way Python itself honours it.
+the first (line KEYs, deduplicated). Both take the blob's bytes and read them the way both
+checkers read files: strict UTF-8 text with universal newlines, so a coding cookie is ignored and
+a UTF-8 BOM stays in the text, where Python's parser rejects it. Such a file stops the current
+checker and is skipped by the first, and stackbot reports it the same way rather than reading
+what the checker cannot.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from stackbot.domain.allowlist.model import Generation
 from stackbot.domain.allowlist.scopes import current_reads
 
 # Part of every scan cache key: bump it whenever what a scan returns changes.
-SCANNER_VERSION = "1"
+SCANNER_VERSION = "2"
 
 SCAN_PREFIX = "megatron/core/"
 EXEMPT_PATHS = frozenset(
@@ -55,14 +58,24 @@ class ScanOutcome:
 Reads = list[tuple[int, str]]
 
 
+def _checker_text(source: bytes) -> str:
+    """What ``Path.read_text(encoding="utf-8")`` gives the checker: BOM kept, newlines
+    translated (inside string literals too, which moves no line)."""
+    return source.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _parse(source: str | bytes) -> ast.Module | str:
     """The module, or the reason it does not parse (without the path: outcomes are cached per
     blob, and one blob can live at several paths)."""
     try:
-        return ast.parse(source)
+        text = _checker_text(source) if isinstance(source, bytes) else source
+    except UnicodeDecodeError as error:
+        return f"not valid UTF-8 (the checker reads files as UTF-8): {error}"
+    try:
+        return ast.parse(text)
     except SyntaxError as error:
         return f"line {error.lineno}: {error.msg}" if error.lineno else str(error.msg)
-    except (ValueError, UnicodeDecodeError) as error:  # null bytes, undecodable source
+    except ValueError as error:  # null bytes
         return str(error)
     except (RecursionError, MemoryError):
         return "the file is too deeply nested for Python's parser"
