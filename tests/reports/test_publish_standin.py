@@ -1,0 +1,221 @@
+"""Publishing reports on the GitHub stand-in: sticky comments found again and edited in place,
+check runs through their life, coalesced writes, and commit statuses when checks are refused.
+Writes are counted from the stand-in's own request log."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import httpx
+
+from stackbot.db import github_store as store
+from stackbot.db.engine import session_scope
+from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
+from stackbot.domain.report import MARKER, ApprovalView, PrRef, PrReportView, TestRow
+from stackbot.services.report_views import build_report_views
+from stackbot.services.reporting import publish_reports
+from tests.sync.pipeline import Pipeline, open_pr, push
+
+WRITE_METHODS = ("POST", "PATCH", "PUT", "DELETE")
+
+
+def writes(pipeline: Pipeline) -> list[tuple[str, str]]:
+    """Every write stackbot sent to the stand-in (token exchanges aside)."""
+    return [
+        (r.method, r.path)
+        for r in pipeline.control.requests()
+        if r.method in WRITE_METHODS
+        and not r.path.endswith("/access_tokens")
+        and r.auth.startswith("installation")
+    ]
+
+
+def comparison(passed: int, main_passed: int, main_failed: int):  # type: ignore[no-untyped-def]
+    here = {f"t::{i}": "passed" for i in range(passed)}
+    main = {
+        f"t::{i}": ("passed" if i < main_passed else "failed")
+        for i in range(main_passed + main_failed)
+    }
+    return compare_with_main(
+        TestOutcomes("passed", Counts.of_tests(here), here),
+        TestOutcomes("failed", Counts.of_tests(main), main),
+    )
+
+
+def rows(status: str) -> tuple[TestRow, ...]:
+    finished = comparison(23, 14, 9) if status == "passed" else None
+    return (
+        TestRow("amax-group", "2x4", status, finished),
+        TestRow("blockwise-recipe", "1x4", status, finished),
+    )
+
+
+def view(pipeline: Pipeline, number: int, status: str = "queued") -> PrReportView:
+    return PrReportView(
+        repo=pipeline.repo,
+        pr=PrRef(number, "PR"),
+        head_sha=pipeline.head(number),
+        approval=ApprovalView("approved", by="bob"),
+        tests=rows(status),
+    )
+
+
+def open_prs(pipeline: Pipeline, count: int) -> list[int]:
+    numbers = [
+        open_pr(pipeline, author="carol", branch=f"carol/pr{i}", title=f"PR {i}")
+        for i in range(count)
+    ]
+    pipeline.deliver()
+    return numbers
+
+
+def test_unchanged_reports_for_ten_prs_write_nothing(pipeline: Pipeline) -> None:
+    numbers = open_prs(pipeline, 10)
+    client = pipeline.client()
+    first = publish_reports(
+        pipeline.engine, client, pipeline.repo, [view(pipeline, n) for n in numbers]
+    )
+    assert (first.comments_created, first.checks_created) == (10, 20)
+    sent = len(writes(pipeline))
+    assert sent == 30
+    again = publish_reports(
+        pipeline.engine, client, pipeline.repo, [view(pipeline, n) for n in numbers]
+    )
+    assert again.writes == 0 and again.skipped == 30
+    assert len(writes(pipeline)) == sent
+    for number in numbers:
+        [sticky] = pipeline.bot_comments(number)
+        assert sticky.body.startswith(MARKER)
+
+
+def test_changes_make_at_most_one_write_per_pr_and_object(pipeline: Pipeline) -> None:
+    numbers = open_prs(pipeline, 10)
+    client = pipeline.client()
+    publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, n) for n in numbers])
+    sent = len(writes(pipeline))
+    # Two updates for every PR in one call (running, then finished): the last one wins.
+    views = [view(pipeline, n, "running") for n in numbers] + [
+        view(pipeline, n, "passed") for n in numbers
+    ]
+    counts = publish_reports(pipeline.engine, client, pipeline.repo, views)
+    new = writes(pipeline)[sent:]
+    assert (counts.comments_edited, counts.checks_updated, counts.comments_created) == (10, 20, 0)
+    assert len(new) == 30
+    assert max(Counter(new).values()) == 1  # one write per comment and per check run
+    assert all(method == "PATCH" for method, _ in new)
+
+
+def test_check_runs_go_from_queued_to_completed_on_the_head(pipeline: Pipeline) -> None:
+    [number] = open_prs(pipeline, 1)
+    client = pipeline.client()
+    head = pipeline.head(number)
+    seen = []
+    for status in ("queued", "running", "passed"):
+        publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, status)])
+        runs = {run.name: run for run in pipeline.control.check_runs(pipeline.repo, head)}
+        assert sorted(runs) == ["stackbot / amax-group 2x4", "stackbot / blockwise-recipe 1x4"]
+        seen.append(
+            (runs["stackbot / amax-group 2x4"].status, runs["stackbot / amax-group 2x4"].conclusion)
+        )
+    assert seen == [("queued", None), ("in_progress", None), ("completed", "success")]
+    run = {r.name: r for r in pipeline.control.check_runs(pipeline.repo, head)}[
+        "stackbot / amax-group 2x4"
+    ]
+    assert run.title == "23 passed · main: 14 passed, 9 failed"
+    assert run.external_id == f"{number}/amax-group/2x4"
+    assert run.summary is not None and "9 newly pass" in run.summary
+    # A push: the new head gets its own check runs, the old head's stay as they were.
+    new_head = push(pipeline, number, author="carol")
+    pipeline.deliver()
+    publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, "queued")])
+    assert [r.status for r in pipeline.control.check_runs(pipeline.repo, new_head)] == [
+        "queued",
+        "queued",
+    ]
+    assert len(pipeline.control.check_runs(pipeline.repo, head)) == 2
+
+
+def test_the_sticky_comment_is_found_by_its_marker_when_the_database_forgot_it(
+    pipeline: Pipeline,
+) -> None:
+    [number] = open_prs(pipeline, 1)
+    client = pipeline.client()
+    publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number)])
+    [sticky] = pipeline.bot_comments(number)
+    pipeline.control.comment(pipeline.repo, number, "bob", f"> {MARKER}\n> quoting the bot")
+    forget_report(pipeline, number)
+    sent = len(writes(pipeline))
+    unchanged = publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number)])
+    assert writes(pipeline)[sent:] == [  # the check runs' ids were forgotten too, the comment not
+        ("POST", f"/repos/{pipeline.repo}/check-runs"),
+        ("POST", f"/repos/{pipeline.repo}/check-runs"),
+    ]
+    assert unchanged.comments_created == 0 and unchanged.comments_edited == 0
+    forget_report(pipeline, number)
+    changed = publish_reports(
+        pipeline.engine, client, pipeline.repo, [view(pipeline, number, "running")]
+    )
+    assert (changed.comments_created, changed.comments_edited) == (0, 1)
+    [edited] = pipeline.bot_comments(number)
+    assert edited.id == sticky.id and "running" in edited.body
+
+
+def test_a_deleted_sticky_comment_is_posted_again(pipeline: Pipeline) -> None:
+    [number] = open_prs(pipeline, 1)
+    client = pipeline.client()
+    publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number)])
+    [sticky] = pipeline.bot_comments(number)
+    deleted = httpx.delete(
+        f"{pipeline.standin.url}/repos/{pipeline.repo}/issues/comments/{sticky.id}",
+        headers={"Authorization": f"token {pipeline.standin.bob_token}"},
+    )
+    assert deleted.status_code == 204, deleted.text
+    counts = publish_reports(
+        pipeline.engine, client, pipeline.repo, [view(pipeline, number, "running")]
+    )
+    assert counts.comments_created == 1
+    [again] = pipeline.bot_comments(number)
+    assert again.id != sticky.id
+
+
+def test_commit_statuses_stand_in_when_check_runs_are_refused(pipeline: Pipeline) -> None:
+    [number] = open_prs(pipeline, 1)
+    client = pipeline.client()
+    head = pipeline.head(number)
+    pipeline.control.inject_fault(
+        "checks_forbidden", method="POST|PATCH", path="/check-runs", count=1000
+    )
+    publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, "running")])
+    statuses = {s.context: s for s in pipeline.control.statuses(pipeline.repo, head)}
+    assert sorted(statuses) == ["stackbot/amax-group 2x4", "stackbot/blockwise-recipe 1x4"]
+    assert statuses["stackbot/amax-group 2x4"].state == "pending"
+    tried = len([r for r in pipeline.control.requests("POST", "/check-runs")])
+    publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, "passed")])
+    # the fallback is remembered: no second refused attempt per check
+    assert len([r for r in pipeline.control.requests("POST", "/check-runs")]) == tried
+    latest = {
+        s.context: s for s in pipeline.control.statuses(pipeline.repo, head)
+    }  # the last per context wins
+    assert latest["stackbot/amax-group 2x4"].state == "success"
+    assert latest["stackbot/amax-group 2x4"].description == "23 passed · main: 14 passed, 9 failed"
+    assert pipeline.control.check_runs(pipeline.repo, head) == []
+
+
+def test_views_built_from_the_database_publish(pipeline: Pipeline) -> None:
+    numbers = open_prs(pipeline, 3)
+    with session_scope(pipeline.engine) as session:
+        views = build_report_views(session, pipeline.settings, repo=pipeline.repo, numbers=numbers)
+    counts = publish_reports(pipeline.engine, pipeline.client(), pipeline.repo, views)
+    assert counts.comments_created == 3 and counts.checks_created == 0  # no jobs yet
+    body = pipeline.bot_comments(numbers[0])[0].body
+    assert f"waiting for a vetter to comment `/ok to test {pipeline.head(numbers[0])[:7]}`" in body
+    assert f"http://stackbot.test/pulls/{numbers[0]}" in body
+
+
+def forget_report(pipeline: Pipeline, number: int) -> None:
+    with session_scope(pipeline.engine) as session:
+        repository = store.get_repository(session, full_name=pipeline.repo)
+        assert repository is not None and repository.id is not None
+        store.delete_report(session, repo_id=repository.id, pr_number=number)
+
+

@@ -1,0 +1,228 @@
+"""The real ingest path around the GitHub stand-in, for the sync, vetting and reporting tests.
+
+The stand-in queues its webhook deliveries; :meth:`Pipeline.deliver` sends them, signed, to the
+real stackbot app under uvicorn (which records them and queues ``process_delivery``), then runs
+a real worker over the task kinds this area handles until none is due. Tasks of other kinds
+(``integrate``, ``retest``) stay pending, so tests read what was asked of the pipeline.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from stackbot.adapters.github import GitHubClient
+from stackbot.adapters.github.pacing import WritePacer
+from stackbot.config import Settings, VettingSettings, load_settings
+from stackbot.db import github_store as store
+from stackbot.db.engine import session_scope
+from stackbot.db.models import Approval, Task
+from stackbot.services import reconcile, sync, vetting
+from stackbot.web.app import create_app
+from stackbot.worker import deliveries, queue
+from stackbot.worker.registry import TaskRegistry
+from stackbot.worker.runner import Worker
+from tests.support.standin import WEBHOOK_SECRET, StandinWorld
+
+UNPACED = WritePacer(per_minute=1_000_000, per_hour=1_000_000)
+HANDLED = ("process_delivery", "sync_pull", "pr_command", "reconcile")
+VETTING = VettingSettings(vetters=["dave"], trusted_authors=["erin"], trusted_orgs=["NVIDIA"])
+
+
+def pipeline_settings(standin: StandinWorld, tmp_path: Path) -> Settings:
+    return load_settings(
+        dev=True,
+        data_dir=tmp_path / "data",
+        github_api_url=standin.url,
+        github_app_id=standin.app_id,
+        github_private_key_path=standin.key.path,
+        repo=standin.repo,
+        webhook_secret=WEBHOOK_SECRET,
+        vetting=VETTING,
+        public_url="http://stackbot.test",
+    )
+
+
+class LiveApp:
+    """The stackbot app under a real uvicorn on a free port, in a thread."""
+
+    def __init__(self, settings: Settings, engine: Engine) -> None:
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
+        config = uvicorn.Config(
+            create_app(settings, engine=engine), log_level="warning", access_log=False
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
+        )
+
+    def __enter__(self) -> LiveApp:
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the stackbot app did not start within 20 s")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+        self._socket.close()
+
+
+@dataclass
+class Pipeline:
+    standin: StandinWorld
+    settings: Settings
+    engine: Engine
+    worker: Worker
+
+    @property
+    def repo(self) -> str:
+        return self.standin.repo
+
+    @property
+    def control(self) -> Any:
+        return self.standin.control
+
+    def client(self) -> GitHubClient:
+        """A client of its own whose write pacing does not hold tests back (the stand-in has
+        no secondary rate limit unless a test injects one)."""
+        return GitHubClient.from_settings(self.settings, pacer=UNPACED)
+
+    def deliver(self) -> int:
+        """Send the stand-in's queued deliveries and run the resulting tasks; returns how many
+        tasks ran."""
+        for delivery in self.control.flush_deliveries():
+            assert delivery.status_code in (200, 202), (
+                delivery.event,
+                delivery.status_code,
+                delivery.error,
+            )
+        return self.run_tasks()
+
+    def drop_deliveries(self) -> int:
+        """Lose the queued deliveries, as when the receiver was down (GitHub does not redeliver)."""
+        with self.control.state.lock:
+            lost = len(self.control.state.pending_deliveries)
+            self.control.state.pending_deliveries.clear()
+        return lost
+
+    def run_tasks(self) -> int:
+        ran = 0
+        while (
+            task := queue.claim(self.engine, self.worker.worker_id, lease_s=60, kinds=HANDLED)
+        ) is not None:
+            self.worker.execute(task)
+            ran += 1
+        dead = self.tasks(status="dead")
+        assert not dead, [(t.kind, t.last_error) for t in dead]
+        return ran
+
+    def tasks(self, kind: str | None = None, *, status: str = "pending") -> list[Task]:
+        with Session(self.engine) as session:
+            statement = select(Task).where(Task.status == status).order_by(col(Task.id))
+            if kind is not None:
+                statement = statement.where(Task.kind == kind)
+            return list(session.exec(statement))
+
+    def approvals(self, number: int) -> list[Approval]:
+        with session_scope(self.engine) as session:
+            repository = store.get_repository(session, full_name=self.repo)
+            if repository is None or repository.id is None:
+                return []
+            found = store.approvals_of(session, repo_id=repository.id, pr_number=number)
+            session.expunge_all()
+            return found
+
+    def comments(self, number: int) -> list[Any]:
+        return list(self.control.comments(self.repo, number))
+
+    def bot_comments(self, number: int) -> list[Any]:
+        """Comments written through the App (stackbot), not by the test's users."""
+        return [c for c in self.comments(number) if c.author.endswith("[bot]")]
+
+    def head(self, number: int) -> str:
+        return str(self.control.pull(self.repo, number).head_sha)
+
+
+def make_pipeline(standin: StandinWorld, settings: Settings, engine: Engine) -> Iterator[Pipeline]:
+    registry = TaskRegistry()
+    for module in (deliveries, sync, vetting, reconcile):
+        module.register_tasks(registry)
+    with LiveApp(settings, engine) as app:
+        standin.control.configure_webhook(
+            f"{app.url}/webhooks/github", WEBHOOK_SECRET, mode="queue"
+        )
+        yield Pipeline(standin, settings, engine, Worker(engine, settings, registry))
+
+
+# -- building PRs on the stand-in ----------------------------------------------------------------
+
+
+def open_pr(
+    pipeline: Pipeline,
+    *,
+    author: str,
+    branch: str,
+    title: str,
+    base: str | None = None,
+    body: str = "",
+    commit_authors: tuple[str, ...] | None = None,
+) -> int:
+    """Open a PR whose branch holds one commit per name in ``commit_authors`` (default: the
+    author's one commit)."""
+    control, repo = pipeline.control, pipeline.repo
+    names = commit_authors or (author,)
+    parent = control.repo(repo).bare_path
+    base_ref = base or "main"
+    tip = _resolve(parent, f"refs/heads/{branch}") or _resolve(parent, f"refs/heads/{base_ref}")
+    for index, name in enumerate(names):
+        tip = control.commit(
+            repo,
+            branch,
+            {f"{branch}/{index}.txt": f"{name} {index}\n"},
+            message=f"{title} ({index})",
+            author=name,
+            parent=tip,
+        )
+    return int(
+        control.open_pull(
+            repo, author=author, head=branch, title=title, base=base, body=body
+        ).number
+    )
+
+
+def push(pipeline: Pipeline, number: int, *, author: str, text: str = "more\n") -> str:
+    pull = pipeline.control.pull(pipeline.repo, number)
+    return str(
+        pipeline.control.commit(
+            pipeline.repo,
+            pull.head_ref,
+            {f"{pull.head_ref}/more.txt": text},
+            message="More",
+            author=author,
+        )
+    )
+
+
+def _resolve(bare: Path, ref: str) -> str | None:
+    result = subprocess.run(
+        ["git", "-C", str(bare), "rev-parse", "--verify", "--quiet", ref],
+        capture_output=True,
+        text=True,
+    )
+    return result.stdout.strip() or None
