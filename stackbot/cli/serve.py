@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 from typing import Any
 
 from stackbot.config import Settings, UnsafeSettingsError, load_settings
@@ -80,7 +81,11 @@ def _serve(args: argparse.Namespace) -> int:
         f"(database {_display(settings.effective_database_url)}; {worker_note})",
         flush=True,
     )
+    # uvicorn shuts down gracefully on SIGTERM (the embedded worker finishes its task), then
+    # re-raises the signal to the handler found at start: make that one a quiet exit 0.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning")
+    print("stackbot serve stopped", flush=True)
     return 0
 
 

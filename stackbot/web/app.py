@@ -19,6 +19,7 @@ from stackbot import __version__
 from stackbot.config import Settings
 from stackbot.db.engine import make_engine
 from stackbot.web import dashboard, health, webhooks
+from stackbot.worker import inbox
 from stackbot.worker.registry import default_registry
 from stackbot.worker.runner import Worker
 
@@ -36,6 +37,7 @@ def create_app(
     settings.check_safe_to_serve()
     own_engine = engine is None
     engine = engine if engine is not None else make_engine(settings.effective_database_url)
+    intake_engine = inbox.make_intake_engine(engine) if own_engine else engine
     embedded = EmbeddedWorker(engine, settings) if worker else None
 
     @asynccontextmanager
@@ -49,10 +51,13 @@ def create_app(
                 embedded.stop()
             if own_engine:
                 engine.dispose()
+                if intake_engine is not engine:
+                    intake_engine.dispose()
 
     app = FastAPI(title="stackbot", version=__version__, lifespan=lifespan)
     metrics = health.Metrics()
     app.state.engine = engine
+    app.state.intake_engine = intake_engine
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.webhook_secret = _webhook_secret(settings)

@@ -144,7 +144,7 @@ async def receive_github_webhook(request: Request) -> JSONResponse:
     try:
         recorded = await run_in_threadpool(
             inbox.record_delivery,
-            state.engine,
+            state.intake_engine,
             delivery_id=delivery_id,
             event=event_name,
             action=action if isinstance(action, str) else None,

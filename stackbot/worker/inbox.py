@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import Engine, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Engine, func, select, text, update
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session, col
 
+from stackbot.db.engine import make_engine
 from stackbot.db.models import PullRequest, Repository, WebhookDelivery
 from stackbot.errors import RetryLater
 from stackbot.worker import queue
@@ -48,10 +50,20 @@ def record_delivery(
 
     Raises :class:`RetryLater` when the database cannot be written (the sender should redeliver).
     """
-    try:
-        return _record(engine, delivery_id, event, action, repo, body, ignored_because)
-    except OperationalError as error:
-        raise RetryLater(f"the database cannot record the delivery now: {error.orig}") from error
+    for attempt in (1, 2):
+        try:
+            return _record(engine, delivery_id, event, action, repo, body, ignored_because)
+        except DBAPIError as error:
+            # A pooled connection the server dropped (restart): SQLAlchemy has now discarded
+            # the pool, so one more try gets a fresh connection. Anything else is for the sender.
+            if attempt == 1 and error.connection_invalidated:
+                continue
+            if isinstance(error, OperationalError) or error.connection_invalidated:
+                raise RetryLater(
+                    f"the database cannot record the delivery now: {error.orig}"
+                ) from error
+            raise
+    raise AssertionError("unreachable")
 
 
 def _record(
@@ -75,10 +87,11 @@ def _record(
         "received_at": now,
         "processed_at": None if ignored_because is None else now,
     }
+    if engine.dialect.name == "postgresql":
+        return _record_in_one_statement(engine, values, enqueue=ignored_because is None)
     with queue.write_connection(engine) as conn, conn.begin():
-        dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
         statement = (
-            dialect_insert(WebhookDelivery)
+            sqlite.insert(WebhookDelivery)
             .values(values)
             .on_conflict_do_nothing(index_elements=[col(WebhookDelivery.delivery_id)])
             .returning(col(WebhookDelivery.id))
@@ -88,6 +101,59 @@ def _record(
             return RecordedDelivery(row_id, None)
         task_id = queue.enqueue_row(conn, PROCESS_DELIVERY, {"delivery": row_id})
     return RecordedDelivery(row_id, task_id)
+
+
+# PostgreSQL records a delivery and queues its task in one statement: one round trip, one
+# statement to execute, where the intake's latency is mostly waiting on the database.
+_RECORD_AND_ENQUEUE = text(
+    """
+    WITH delivery AS (
+        INSERT INTO webhook_deliveries (delivery_id, event, action, repo_full_name, body, status,
+                                        error, received_at, processed_at)
+        VALUES (:delivery_id, :event, :action, :repo_full_name, :body, :status, :error,
+                :received_at, :processed_at)
+        ON CONFLICT (delivery_id) DO NOTHING
+        RETURNING id
+    ), task AS (
+        INSERT INTO tasks (kind, payload, state, status, attempts, max_attempts, run_after,
+                           created_at, updated_at)
+        SELECT :kind, json_build_object('delivery', delivery.id), '{}'::json, 'pending', 0,
+               :max_attempts, :received_at, :received_at, :received_at
+        FROM delivery WHERE :enqueue
+        RETURNING id
+    )
+    SELECT (SELECT id FROM delivery), (SELECT id FROM task)
+    """
+)
+
+
+def _record_in_one_statement(
+    engine: Engine, values: dict[str, Any], *, enqueue: bool
+) -> RecordedDelivery:
+    parameters = values | {
+        "kind": PROCESS_DELIVERY,
+        "max_attempts": queue.DEFAULT_MAX_ATTEMPTS,
+        "enqueue": enqueue,
+    }
+    # One statement is atomic on its own: autocommit spares the BEGIN and COMMIT round trips.
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        row_id, task_id = conn.execute(_RECORD_AND_ENQUEUE, parameters).one()
+    return RecordedDelivery(row_id, task_id)
+
+
+def make_intake_engine(engine: Engine) -> Engine:
+    """The intake's own PostgreSQL pool, beside the app's ``engine``, without the liveness ping
+    per checkout: that round trip was a third of an acknowledgement's time under load
+    (benchmarks/bench_webhooks.py); :func:`record_delivery` retries once on a dropped
+    connection instead. SQLite needs no ping: the app's engine is used as it is.
+
+    (Moving SQLite's WAL checkpoints to a background thread was tried and dropped: under a
+    steady stream of deliveries a background checkpoint never completes, so the log never
+    restarts and grows without bound.)
+    """
+    if engine.dialect.name != "postgresql":
+        return engine
+    return make_engine(engine.url.render_as_string(hide_password=False), pool_pre_ping=False)
 
 
 def load_delivery(engine: Engine, row_id: int) -> WebhookDelivery | None:
