@@ -60,17 +60,18 @@ class Redactor:
             self._secrets.add(secret)
             # A PEM file's lines appear on their own in tracebacks and reprs.
             for line in secret.splitlines():
-                if len(line.strip()) >= 16:
+                if len(line.strip()) >= 16 and "-----" not in line:
                     self._secrets.add(line.strip())
 
     def redact(self, text: str) -> str:
         with self._lock:
             known = sorted(self._secrets, key=len, reverse=True)
+        # Shapes first: a whole PEM block goes at once, before its lines are masked one by one.
+        for pattern in _PATTERNS:
+            text = pattern.sub(_mask_match, text)
         for secret in known:
             if secret in text:
                 text = text.replace(secret, MASK)
-        for pattern in _PATTERNS:
-            text = pattern.sub(_mask_match, text)
         return text
 
 

@@ -56,16 +56,23 @@ class PeopleControl:
                 state.orgs[login] = org
             return org
 
-    def add_org_member(self, org: str, login: str, *, role: str = "member") -> None:
+    def add_org_member(
+        self, org: str, login: str, *, role: str = "member", public: bool = False
+    ) -> None:
         if role not in ("admin", "member"):
             raise ValueError(f"org roles are admin or member, not {role!r}")
         with self.state.lock:
-            self.add_org(org).members[login] = role
+            found = self.add_org(org)
+            found.members[login] = role
+            if public:
+                found.public_members.add(login)
             self.ensure_user(login)
 
     def remove_org_member(self, org: str, login: str) -> None:
         with self.state.lock:
-            self.add_org(org).members.pop(login, None)
+            found = self.add_org(org)
+            found.members.pop(login, None)
+            found.public_members.discard(login)
 
     def set_permission(self, repo_name: str, login: str, role: str) -> None:
         """Make ``login`` a collaborator with ``role`` (admin/maintain/write/triage/read/none)."""

@@ -110,10 +110,23 @@ def _register_people(app: FastAPI, state: StandinState) -> None:
     @app.get("/orgs/{org}/members/{login}")
     def check_org_member(org: str, login: str, request: Request) -> Response:
         with state.lock:
-            require_token(caller_of(request))
+            caller = caller_of(request)
+            require_token(caller)
             found = state.orgs.get(org)
+            if found is not None and caller.kind == "user" and caller.login not in found.members:
+                # GitHub: someone outside the org is sent to the public member list.
+                public = f"{state.base_url}/orgs/{org}/public_members/{login}"
+                return Response(status_code=302, headers={"Location": public})
             member = found is not None and login in found.members
         return Response(status_code=204 if member else 404)
+
+    @app.get("/orgs/{org}/public_members/{login}")
+    def check_public_member(org: str, login: str, request: Request) -> Response:
+        with state.lock:
+            require_token(caller_of(request))
+            found = state.orgs.get(org)
+            public = found is not None and login in found.public_members
+        return Response(status_code=204 if public else 404)
 
 
 def _register_git(app: FastAPI, state: StandinState) -> None:

@@ -47,6 +47,7 @@ class Org:
     login: str
     id: int
     members: dict[str, str] = field(default_factory=dict)  # login -> "admin" | "member"
+    public_members: set[str] = field(default_factory=set)  # who shows their membership
 
 
 @dataclass

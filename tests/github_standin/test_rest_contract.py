@@ -218,7 +218,10 @@ ERROR_SCENARIOS: dict[str, list[tuple[int, Call]]] = {
     ],
     "repos/check-collaborator": [(404, lambda s: s.user.get(f"{s.repo_path}/collaborators/carol"))],
     "orgs/get-membership-for-user": [(404, lambda s: s.bot.get("/orgs/NVIDIA/memberships/carol"))],
-    "orgs/check-membership-for-user": [(404, lambda s: s.bot.get("/orgs/NVIDIA/members/carol"))],
+    "orgs/check-membership-for-user": [
+        (404, lambda s: s.bot.get("/orgs/NVIDIA/members/carol")),
+        (302, lambda s: s.user.get("/orgs/NVIDIA/members/alice")),  # bob is no member
+    ],
     "repos/get-commit": [(422, lambda s: s.user.get(f"{s.repo_path}/commits/no-such-ref"))],
     "git/get-commit": [(404, lambda s: s.user.get(f"{s.repo_path}/git/commits/{'0' * 40}"))],
     "repos/compare-commits": [(404, lambda s: s.user.get(f"{s.repo_path}/compare/main...nope"))],
