@@ -29,7 +29,13 @@ from stackbot.worker import queue
 Handler = Callable[["TaskContext"], None]
 
 # Modules whose register_tasks(registry) adds the service's handlers, in this order.
-TASK_MODULES: tuple[str, ...] = ("stackbot.worker.deliveries",)
+TASK_MODULES: tuple[str, ...] = (
+    "stackbot.worker.deliveries",
+    "stackbot.services.sync",
+    "stackbot.services.vetting",
+    "stackbot.services.reconcile",
+    "stackbot.services.reporting",
+)
 
 
 @dataclass
