@@ -197,6 +197,7 @@ class JobSpec:
     def from_dict(cls, data: object) -> JobSpec:
         r = FieldReader(data)
         version = parse_version(r.required("schema_version"), "schema_version", 1)
+        launcher = r.obj("launcher")
         spec = cls(
             schema_version=SPEC_SCHEMA_VERSION,
             job_id=r.text("job_id"),
@@ -209,13 +210,14 @@ class JobSpec:
             reference=r.flag("reference", False),
             timeout_s=r.number("timeout_s", 3600.0),
             env=r.text_map("env"),
-            launcher=LauncherOptions.from_reader(r.obj("launcher")),
+            launcher=LauncherOptions.from_reader(launcher),
             node_check=r.flag("node_check", True),
             setup_commands=r.texts("setup_commands"),
             container_image=r.opt_text("container_image"),
         )
         if version <= _SPEC_VERSION:
             r.refuse_unknown()
+            launcher.refuse_unknown()
         return spec
 
     @classmethod

@@ -10,7 +10,6 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpu_jobs import __version__
 from gpu_jobs.launch import HYGIENE_ENV
 from gpu_jobs.spec import JobSpec
 
@@ -72,7 +71,7 @@ def render_sbatch(spec: JobSpec, config: SlurmExecutorConfig, out_dir: Path) -> 
         lines.append(f"#SBATCH --qos={q(config.qos)}")
     lines += [f"#SBATCH {arg}" for arg in config.extra_sbatch_args]
     lines += [
-        f"# gpu_jobs {__version__}: job {spec.job_id}, test set {spec.test_set} on {shape}",
+        f"# gpu_jobs job {spec.job_id}: test set {spec.test_set} on {shape}",
         "set -euo pipefail",
         *(f"export {name}={q(value)}" for name, value in _job_env(config).items()),
         "",

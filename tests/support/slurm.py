@@ -19,7 +19,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 SLURM_DIR = Path(os.environ.get("STACKBOT_TEST_SLURM_DIR", "/tmp/stackbot-slurm"))
 NODES = ("n1", "n2")
@@ -149,7 +152,11 @@ def _munge_works() -> bool:
 
 def _daemons() -> dict[str, Path]:
     run = SLURM_DIR / "run"
-    return {"slurmctld": run / "slurmctld.pid", **{n: run / f"slurmd-{n}.pid" for n in NODES}}
+    return {
+        "munged": Path("/run/munge/munged.pid"),
+        "slurmctld": run / "slurmctld.pid",
+        **{n: run / f"slurmd-{n}.pid" for n in NODES},
+    }
 
 
 def _start(argv: list[str], what: str) -> None:
@@ -268,3 +275,16 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[None]:
+    """A running cluster for the session; stops at the end only what this session started."""
+    try:
+        started = start()
+    except SlurmUnavailable as exc:
+        pytest.fail(f"a real Slurm is needed: {exc}", pytrace=False)
+    try:
+        yield
+    finally:
+        stop(started)

@@ -1,0 +1,207 @@
+"""``python -m gpu_jobs run`` with real torchrun (gloo, CPU) on throwaway suites."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.gpu_jobs.throwaway import (
+    marked_env,
+    processes_with,
+    result_of,
+    run_cli,
+    spec_file,
+    write_suites,
+)
+
+CPU = {"device": "cpu"}
+
+
+def test_bad_input_exits_2_naming_the_field(tmp_path: Path) -> None:
+    cases = [
+        (["--out", "o", "--checkout", ".", "--target", "t.py", "--shape", "2y4"], "shape"),
+        (
+            ["--out", "o", "--reference", "--test-set", "amax-groups", "--shape", "1x4"],
+            "amax-groups",
+        ),
+        (["--out", "o", "--checkout", ".", "--shape", "1x4"], "targets"),
+        (
+            [str(spec_file(tmp_path / "s.json", job_id="j", targets=["t.py"])), "--out", "o"],
+            "repo_url",
+        ),
+        (
+            [
+                str(
+                    spec_file(
+                        tmp_path / "c.json",
+                        job_id="j",
+                        targets=["t.py"],
+                        checkout=".",
+                        timeout_s=-1,
+                    )
+                ),
+                "--out",
+                "o",
+            ],
+            "timeout_s",
+        ),
+        ([str(tmp_path / "absent.json"), "--out", "o"], "spec"),
+    ]
+    for args, named in cases:
+        done = run_cli("run", *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert named in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.torchrun
+def test_failing_test_makes_the_job_failed_with_every_rank_reporting(tmp_path: Path) -> None:
+    suites = write_suites(tmp_path / "tree")
+    out = tmp_path / "out"
+    done = run_cli(
+        "run",
+        "--checkout",
+        str(suites),
+        "--target",
+        "test_failing.py",
+        "--target",
+        "gone.py",
+        "--shape",
+        "1x4",
+        "--device",
+        "cpu",
+        "--no-node-check",
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "ranks started" in done.stdout and "result: failed" in done.stdout  # progress shown
+    result = result_of(out)
+    assert result.status == "failed"
+    assert result.failed_ranks == (1,) and result.crashed_ranks == ()
+    assert (result.counts.passed, result.counts.failed) == (1, 1)
+    failing = next(t for t in result.tests if t.outcome == "failed")
+    assert failing.nodeid == "test_failing.py::test_rank_one_fails"
+    assert failing.ranks == {0: "passed", 1: "failed", 2: "passed", 3: "passed"}
+    assert "rank 1 fails on purpose" in failing.message
+    assert result.missing_targets == ("gone.py",)
+    for rank in range(4):
+        assert (out / result.logs[f"junit-rank{rank}"]).is_file()
+    assert (out / result.logs["runner-node0"]).read_text().count("result: failed") == 1
+
+
+@pytest.mark.torchrun
+def test_a_crashed_rank_makes_the_job_an_error_naming_it(tmp_path: Path) -> None:
+    suites = write_suites(tmp_path / "tree")
+    spec = spec_file(
+        tmp_path / "spec.json",
+        job_id="crash",
+        targets=["test_crash.py"],
+        checkout=str(suites),
+        node_check=False,
+        launcher=CPU,
+    )
+    done = run_cli("run", str(spec), "--out", str(tmp_path / "out"))
+    result = result_of(tmp_path / "out")
+    assert done.returncode == 1
+    assert result.status == "error", result.message
+    assert result.crashed_ranks == (2,)
+    assert "rank 2 crashed (exit code 3)" in result.message
+
+
+@pytest.mark.torchrun
+def test_a_hang_times_out_and_leaves_no_process_behind(tmp_path: Path) -> None:
+    suites = write_suites(tmp_path / "tree")
+    env = marked_env()
+    spec = spec_file(
+        tmp_path / "spec.json",
+        job_id="hang",
+        targets=["test_hang_all.py"],
+        checkout=str(suites),
+        node_check=False,
+        launcher=CPU,
+        timeout_s=8,
+        env=env,
+    )
+    done = run_cli("run", str(spec), "--out", str(tmp_path / "out"))
+    result = result_of(tmp_path / "out")
+    assert done.returncode == 1
+    assert result.status == "timeout", result.message
+    assert result.hung_ranks == (0, 1, 2, 3)
+    assert processes_with(env) == []
+
+
+@pytest.mark.torchrun
+def test_one_hung_rank_is_killed_and_named(tmp_path: Path) -> None:
+    suites = write_suites(tmp_path / "tree")
+    env = marked_env()
+    spec = spec_file(
+        tmp_path / "spec.json",
+        job_id="hang-one",
+        targets=["test_hang_one.py"],
+        checkout=str(suites),
+        node_check=False,
+        timeout_s=120,
+        env=env,
+        launcher={"device": "cpu", "hang_grace_s": 3},
+    )
+    run_cli("run", str(spec), "--out", str(tmp_path / "out"))
+    result = result_of(tmp_path / "out")
+    assert result.status == "error", result.message
+    assert result.hung_ranks == (1,) and "hung" in result.message
+    assert processes_with(env) == []
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.mark.torchrun
+def test_a_commit_is_fetched_into_the_cache_and_a_missing_one_is_an_error(tmp_path: Path) -> None:
+    repo = write_suites(tmp_path / "repo")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "suites")
+    sha = _git(repo, "rev-parse", "HEAD").strip()
+    cache = tmp_path / "cache"
+    common = {"job_id": "fetch", "repo_url": str(repo), "node_check": False, "launcher": CPU}
+    good = spec_file(tmp_path / "good.json", commit=sha, targets=["test_passing.py"], **common)
+    done = run_cli("run", str(good), "--out", str(tmp_path / "out1"), "--cache-dir", str(cache))
+    result = result_of(tmp_path / "out1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (result.status, result.commit, result.counts.passed) == ("passed", sha, 2)
+    assert (cache / "trees" / sha / "test_passing.py").is_file()
+
+    missing = spec_file(
+        tmp_path / "bad.json", commit="0" * 40, targets=["test_passing.py"], **common
+    )
+    done = run_cli("run", str(missing), "--out", str(tmp_path / "out2"), "--cache-dir", str(cache))
+    result = result_of(tmp_path / "out2")
+    assert done.returncode == 1
+    assert result.status == "error"
+    assert result.message.startswith("commit: 0000000") and "does not exist" in result.message
+
+
+@pytest.mark.torchrun
+def test_no_existing_target_is_an_error_before_anything_launches(tmp_path: Path) -> None:
+    suites = write_suites(tmp_path / "tree")
+    done = run_cli(
+        "run",
+        "--checkout",
+        str(suites),
+        "--target",
+        "tests/unit_tests/test_amax_reduction_group.py",
+        "--shape",
+        "1x4",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "out"),
+    )
+    result = result_of(tmp_path / "out")
+    assert done.returncode == 1
+    assert result.status == "error" and "none of the targets exist" in result.message
+    assert result.missing_targets == ("tests/unit_tests/test_amax_reduction_group.py",)

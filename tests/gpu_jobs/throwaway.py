@@ -1,0 +1,74 @@
+"""Small pytest files written into a test's tmp dir, to make the runner see passes, failures,
+crashed ranks and hangs on purpose. They import no torch, so their ranks start quickly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from gpu_jobs.spec import JobResult
+
+SUITES = {
+    "passing": "def test_one():\n    pass\n\n\ndef test_two():\n    pass\n",
+    "failing": (
+        "import os\n\n\ndef test_ok():\n    pass\n\n\n"
+        "def test_rank_one_fails():\n"
+        "    assert os.environ['RANK'] != '1', 'rank 1 fails on purpose'\n"
+    ),
+    "crash": (
+        "import os\n\n\ndef test_crash():\n    if os.environ['RANK'] == '2':\n        os._exit(3)\n"
+    ),
+    "hang_all": "import time\n\n\ndef test_hang():\n    time.sleep(900)\n",
+    "hang_one": (
+        "import os, time\n\n\ndef test_hang_on_rank_one():\n"
+        "    if os.environ['RANK'] == '1':\n        time.sleep(900)\n"
+    ),
+}
+
+
+def write_suites(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in SUITES.items():
+        (root / f"test_{name}.py").write_text(text)
+    return root
+
+
+def marked_env() -> dict[str, str]:
+    """An env entry every rank inherits, so a test can look for leftover processes."""
+    return {"STACKBOT_TEST_TREE_MARK": uuid.uuid4().hex}
+
+
+def processes_with(env: dict[str, str]) -> list[int]:
+    needles = [f"{k}={v}".encode() for k, v in env.items()]
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(needle in environ for needle in needles):
+            found.append(int(name))
+    return found
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpu_jobs", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def spec_file(path: Path, **fields: object) -> Path:
+    body: dict[str, object] = {"schema_version": "1.0", "test_set": "throwaway", "shape": "1x4"}
+    body.update(fields)
+    path.write_text(json.dumps(body))
+    return path
+
+
+def result_of(out_dir: Path) -> JobResult:
+    return JobResult.from_json((out_dir / "result.json").read_text())
