@@ -28,6 +28,9 @@ class CommitRecord:
     sha: str
     message: str
     parents: tuple[str, ...] = ()
+    # The GitHub login of the commit's author; None when GitHub ties its email to no account.
+    # The trusted-author rule (all commits theirs) reads it.
+    author: str | None = None
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,13 @@ def commit_record(data: dict[str, Any]) -> CommitRecord:
         sha=str(data["sha"]),
         message=str(commit.get("message", "")),
         parents=tuple(str(p["sha"]) for p in data.get("parents") or ()),
+        author=_linked_login(data.get("author")),
     )
+
+
+def _linked_login(user: Any) -> str | None:
+    """A commit's GitHub account (``author`` is null when its email belongs to no account)."""
+    return str(user["login"]) if isinstance(user, dict) and user.get("login") else None
 
 
 def comment_record(data: dict[str, Any]) -> CommentRecord:
