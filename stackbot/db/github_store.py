@@ -166,21 +166,18 @@ def _commit_json(commit: CommitRecord) -> dict[str, Any]:
         "message": commit.message,
         "parents": list(commit.parents),
     }
-    author = getattr(commit, "author", None)
-    if author is not None:
-        data["author"] = author
+    if commit.author is not None:
+        data["author"] = commit.author
     return data
 
 
 def _commit_record(data: dict[str, Any]) -> CommitRecord:
-    fields: dict[str, Any] = {
-        "sha": data["sha"],
-        "message": data.get("message", ""),
-        "parents": tuple(data.get("parents", ())),
-    }
-    if "author" in data and "author" in CommitRecord.__dataclass_fields__:
-        fields["author"] = data["author"]
-    return CommitRecord(**fields)
+    return CommitRecord(
+        sha=data["sha"],
+        message=data.get("message", ""),
+        parents=tuple(data.get("parents", ())),
+        author=data.get("author"),
+    )
 
 
 def commit_authors(row: PullRequest) -> list[str | None]:

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from stackbot.adapters import github_errors as gh
+from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.domain.report import (
@@ -30,8 +31,13 @@ from stackbot.domain.report import (
     render_check_run,
     render_sticky_comment,
 )
+from stackbot.errors import BadInput
+from stackbot.services.report_views import build_report_views
+from stackbot.services.sync import REPORT
+from stackbot.worker.registry import TaskContext, TaskRegistry
 
 log = logging.getLogger(__name__)
+
 
 STATUS_DESCRIPTION_LIMIT = 140  # GitHub's limit for a commit status description
 # Check run conclusion -> commit status state (statuses know no neutral or cancelled).
@@ -86,6 +92,29 @@ def publish_reports(
     return counts
 
 
+def publish_prs(
+    engine: Engine, client: Any, settings: Settings, *, repo: str, numbers: Sequence[int]
+) -> PublishCounts:
+    """Build the PRs' views from the database and publish them."""
+    with session_scope(engine) as session:
+        views = build_report_views(session, settings, repo=repo, numbers=numbers)
+    return publish_reports(engine, client, repo, views)
+
+
+def handle_report(ctx: TaskContext) -> None:
+    repo, numbers = ctx.payload.get("repo"), ctx.payload.get("numbers")
+    if not isinstance(repo, str) or not isinstance(numbers, list):
+        raise BadInput(f"a report task needs 'repo' and a list 'numbers', got {ctx.payload!r}")
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        raise BadInput(f"a report task's 'numbers' must be PR numbers, got {numbers!r}")
+    counts = publish_prs(ctx.engine, ctx.github(), ctx.settings, repo=repo, numbers=numbers)
+    log.info("report %s %s: %d writes", repo, numbers, counts.writes)
+
+
+def register_tasks(registry: TaskRegistry) -> None:
+    registry.add(REPORT, handle_report)
+
+
 def _publish_one(
     engine: Engine, client: Any, repo: str, view: PrReportView, counts: PublishCounts
 ) -> None:
@@ -101,14 +130,16 @@ def _publish_one(
         checks = dict(report.check_runs) if report else {}
     body = render_sticky_comment(view)
     body_hash = digest(body)
+    is_open = view.pr.state == "open"
     if comment_id is None or comment_hash != body_hash:
-        comment_id = _write_comment(client, repo, number, comment_id, body, counts)
-        comment_hash = body_hash
+        # A closed PR's comment is updated where it exists, never started.
+        comment_id = _write_comment(client, repo, number, comment_id, body, counts, create=is_open)
+        comment_hash = body_hash if comment_id is not None else None
     else:
         counts.skipped += 1
     # Check runs belong to a commit: only the current head's are kept.
     head_checks = dict(checks.get(view.head_sha, {}))
-    for row in view.tests:
+    for row in view.tests if is_open else ():
         content = render_check_run(view, row.test_set, row.shape)
         target = CheckTarget(view.head_sha, row.url, f"{number}/{row.test_set}/{row.shape}")
         head_checks[row.label] = _write_check(
@@ -126,8 +157,15 @@ def _publish_one(
 
 
 def _write_comment(
-    client: Any, repo: str, number: int, comment_id: int | None, body: str, counts: PublishCounts
-) -> int:
+    client: Any,
+    repo: str,
+    number: int,
+    comment_id: int | None,
+    body: str,
+    counts: PublishCounts,
+    *,
+    create: bool,
+) -> int | None:
     if comment_id is None:
         found = find_sticky_comment(client, repo, number)
         if found is not None:
@@ -144,6 +182,8 @@ def _write_comment(
             log.info(
                 "%s#%d: sticky comment %d was deleted; posting a new one", repo, number, comment_id
             )
+    if not create:
+        return None
     new_id = int(client.create_comment(repo, number, body))
     counts.comments_created += 1
     return new_id

@@ -27,6 +27,8 @@ from stackbot.domain.series import SeriesGraph, build_series_graph
 from stackbot.errors import BadInput
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
+REPORT = "report"
+
 log = logging.getLogger(__name__)
 
 INTEGRATE = "integrate"
@@ -44,6 +46,14 @@ class SyncOutcome:
     auto_approved: bool
     head_sha: str
     is_open: bool
+    related: tuple[int, ...] = ()  # the PR and the live PRs of its series: whose reports show it
+
+
+def report_follow_up(repo: str, numbers: Sequence[int]) -> tuple[dict[str, Any], str]:
+    """Payload and dedupe key of a ``report`` task (stackbot.services.reporting) for these PRs."""
+    ordered = sorted(set(numbers))
+    key = f"{REPORT}:{repo}:" + ",".join(str(n) for n in ordered)
+    return {"repo": repo, "numbers": ordered}, key
 
 
 def integrate_follow_up(
@@ -63,9 +73,11 @@ def sync_pull_request(
     record = fetch_pull(client, repo, number)
     trusted = record.is_open and _is_trusted(client, settings, record)
     with session_scope(engine) as session:
-        repository = store.upsert_repository(
-            session, full_name=repo, clone_url=_clone_url(client, settings, repo)
-        )
+        repository = store.get_repository(session, full_name=repo)
+        if repository is None:  # asked once per repository, not on every sync
+            repository = store.upsert_repository(
+                session, full_name=repo, clone_url=_clone_url(client, repo)
+            )
         assert repository.id is not None
         before = store.get_pull(session, repo_id=repository.id, number=number)
         fingerprint = _fingerprint(before)
@@ -74,6 +86,10 @@ def sync_pull_request(
         changed = fingerprint != _fingerprint(row)
         rebuild_graph(session, repo=repo, repo_id=repository.id)
         keys_after = store.series_keys_of(session, repo_id=repository.id, number=number)
+        related = {number}
+        for series in store.list_series(session, repo_id=repository.id):
+            if series.key in keys_after or series.key in keys_before:
+                related.update(series.order)
         approved = trusted and store.add_approval(
             session,
             repo_id=repository.id,
@@ -90,6 +106,7 @@ def sync_pull_request(
         auto_approved=approved,
         head_sha=record.head_sha,
         is_open=record.is_open,
+        related=tuple(sorted(related)),
     )
 
 
@@ -140,8 +157,11 @@ def _fingerprint(row: PullRequest | None) -> tuple[Any, ...] | None:
 
 def _is_trusted(client: Any, settings: Settings, record: PrRecord) -> bool:
     vetting = settings.vetting
-    authors: Sequence[str | None] = [getattr(c, "author", None) for c in record.commits]
-    configured = record.author.lower() in {name.lower() for name in vetting.trusted_authors}
+    authors: Sequence[str | None] = [commit.author for commit in record.commits]
+    mine = record.author.lower()
+    if not authors or any(a is None or a.lower() != mine for a in authors):
+        return False  # decided without asking GitHub about org membership
+    configured = mine in {name.lower() for name in vetting.trusted_authors}
     org_member = not configured and any(
         client.is_org_member(org, record.author) for org in vetting.trusted_orgs
     )
@@ -153,11 +173,9 @@ def _is_trusted(client: Any, settings: Settings, record: PrRecord) -> bool:
     )
 
 
-def _clone_url(client: Any, settings: Settings, repo: str) -> str:
+def _clone_url(client: Any, repo: str) -> str:
     url = getattr(client, "clone_url", None)
-    if callable(url):
-        return str(url(repo))
-    return f"https://github.com/{repo}.git"
+    return str(url(repo)) if callable(url) else f"https://github.com/{repo}.git"
 
 
 # -- the task ---------------------------------------------------------------------------------
@@ -178,6 +196,9 @@ def handle_sync_pull(ctx: TaskContext) -> None:
     for key in keys:
         payload, dedupe = integrate_follow_up(repo, key, number, reason)
         ctx.enqueue(INTEGRATE, payload, dedupe_key=dedupe)
+    # The PR's own report and those that show it as a parent or child.
+    payload, dedupe = report_follow_up(repo, outcome.related)
+    ctx.enqueue(REPORT, payload, dedupe_key=dedupe)
 
 
 def _repo_and_number(payload: dict[str, Any]) -> tuple[str, int]:

@@ -35,7 +35,12 @@ from stackbot.domain.commands import (
 from stackbot.domain.report import render_status_reply
 from stackbot.errors import BadInput
 from stackbot.services.report_views import build_report_view
-from stackbot.services.sync import integrate_follow_up, sync_pull_request
+from stackbot.services.sync import (
+    REPORT,
+    integrate_follow_up,
+    report_follow_up,
+    sync_pull_request,
+)
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 log = logging.getLogger(__name__)
@@ -159,6 +164,9 @@ def ok_to_test(
                 comment_id=request.comment_id,
             )
     outcome = CommandOutcome(reply=decision.reply, approved_sha=decision.sha)
+    if decision.accepted or synced.changed:  # the sticky comment shows the approval
+        payload, dedupe = report_follow_up(request.repo, synced.related)
+        outcome.follow_ups.append((REPORT, payload, dedupe))
     if decision.accepted or synced.changed:
         why = f"#{request.number} changed"
         if decision.sha:

@@ -27,7 +27,8 @@ from stackbot.config import Settings, VettingSettings, load_settings
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import Approval, Task
-from stackbot.services import reconcile, sync, vetting
+from stackbot.domain.report import MARKER
+from stackbot.services import reconcile, reporting, sync, vetting
 from stackbot.web.app import create_app
 from stackbot.worker import deliveries, queue
 from stackbot.worker.registry import TaskRegistry
@@ -35,7 +36,7 @@ from stackbot.worker.runner import Worker
 from tests.support.standin import WEBHOOK_SECRET, StandinWorld
 
 UNPACED = WritePacer(per_minute=1_000_000, per_hour=1_000_000)
-HANDLED = ("process_delivery", "sync_pull", "pr_command", "reconcile")
+HANDLED = ("process_delivery", "sync_pull", "pr_command", "reconcile", "report")
 VETTING = VettingSettings(vetters=["dave"], trusted_authors=["erin"], trusted_orgs=["NVIDIA"])
 
 
@@ -89,6 +90,7 @@ class Pipeline:
     settings: Settings
     engine: Engine
     worker: Worker
+    handled: tuple[str, ...] = HANDLED  # the task kinds run_tasks runs
 
     @property
     def repo(self) -> str:
@@ -124,7 +126,7 @@ class Pipeline:
     def run_tasks(self) -> int:
         ran = 0
         while (
-            task := queue.claim(self.engine, self.worker.worker_id, lease_s=60, kinds=HANDLED)
+            task := queue.claim(self.engine, self.worker.worker_id, lease_s=60, kinds=self.handled)
         ) is not None:
             self.worker.execute(task)
             ran += 1
@@ -151,8 +153,15 @@ class Pipeline:
     def comments(self, number: int) -> list[Any]:
         return list(self.control.comments(self.repo, number))
 
+    def replies(self, number: int) -> list[Any]:
+        """stackbot's replies on the PR: comments written through the App, less the report."""
+        return [c for c in self.bot_comments(number) if not c.body.startswith(MARKER)]
+
+    def stickies(self, number: int) -> list[Any]:
+        """stackbot's report comments on the PR (there should be at most one)."""
+        return [c for c in self.bot_comments(number) if c.body.startswith(MARKER)]
+
     def bot_comments(self, number: int) -> list[Any]:
-        """Comments written through the App (stackbot), not by the test's users."""
         return [c for c in self.comments(number) if c.author.endswith("[bot]")]
 
     def head(self, number: int) -> str:
@@ -161,7 +170,7 @@ class Pipeline:
 
 def make_pipeline(standin: StandinWorld, settings: Settings, engine: Engine) -> Iterator[Pipeline]:
     registry = TaskRegistry()
-    for module in (deliveries, sync, vetting, reconcile):
+    for module in (deliveries, sync, vetting, reconcile, reporting):
         module.register_tasks(registry)
     with LiveApp(settings, engine) as app:
         standin.control.configure_webhook(

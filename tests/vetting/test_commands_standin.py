@@ -13,7 +13,7 @@ def test_status_replies_with_the_stored_state(pipeline: Pipeline) -> None:
     head = pipeline.head(child)
     pipeline.control.comment(pipeline.repo, child, "carol", "/stackbot status")
     pipeline.deliver()
-    [reply] = pipeline.bot_comments(child)
+    [reply] = pipeline.replies(child)
     assert reply.body.startswith(f"**stackbot status** · #{child} at `{head[:7]}`")
     assert f"waiting for a vetter to comment `/ok to test {head[:7]}`" in reply.body
     assert f"depends on: #{parent} (open)" in reply.body
@@ -29,7 +29,7 @@ def test_a_vetter_asks_for_a_retest(pipeline: Pipeline) -> None:
     payloads = [task.payload for task in pipeline.tasks("retest")]
     assert {"repo": pipeline.repo, "number": number, "test_set": "amax-group"} in payloads
     assert {"repo": pipeline.repo, "number": number, "test_set": None} in payloads
-    assert pipeline.bot_comments(number) == []
+    assert pipeline.replies(number) == []
 
 
 def test_a_retest_is_refused_to_non_vetters_and_for_unknown_test_sets(pipeline: Pipeline) -> None:
@@ -40,7 +40,7 @@ def test_a_retest_is_refused_to_non_vetters_and_for_unknown_test_sets(pipeline: 
     pipeline.control.comment(pipeline.repo, number, "bob", "/stackbot retest no-such-set")
     pipeline.deliver()
     assert pipeline.tasks("retest") == []
-    replies = [c.body for c in pipeline.bot_comments(number)]
+    replies = [c.body for c in pipeline.replies(number)]
     assert (
         replies[0]
         == "@carol, only vetters (write access, or listed as vetters in stackbot's configuration) can ask for a retest."
@@ -54,7 +54,7 @@ def test_an_unknown_stackbot_command_gets_the_usage(pipeline: Pipeline) -> None:
     pipeline.deliver()
     pipeline.control.comment(pipeline.repo, number, "carol", "/stackbot please merge")
     pipeline.deliver()
-    [reply] = pipeline.bot_comments(number)
+    [reply] = pipeline.replies(number)
     assert reply.body.startswith(
         "stackbot does not know `/stackbot please merge`. Commands: `/ok to test <sha>`"
     )
