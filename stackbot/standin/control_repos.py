@@ -233,7 +233,12 @@ class RepoControl(PeopleControl):
             ]
 
     def flush_deliveries(self) -> list[Delivery]:
+        """Send the queued deliveries now (mode "queue")."""
         return deliveries.flush(self.state)
+
+    def wait_for_deliveries(self, timeout_s: float = 30.0) -> None:
+        """Wait until the deliveries of mode "send" have all gone out."""
+        deliveries.wait_until_sent(self.state, timeout_s)
 
     def _send(self, events: list[Event]) -> None:
         for event, payload, repo in events:

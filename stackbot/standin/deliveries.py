@@ -2,12 +2,18 @@
 
 Headers are GitHub's: ``X-GitHub-Event``, ``X-GitHub-Delivery`` (a UUID), ``X-GitHub-Hook-ID``,
 ``X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body with the webhook secret>``,
-``User-Agent: GitHub-Hookshot/...``, ``Content-Type: application/json``. With
-``state.webhook.mode == "queue"`` deliveries wait in ``state.pending_deliveries`` until
-:func:`flush` sends them, so tests can hold them back, reorder or duplicate them.
+``User-Agent: GitHub-Hookshot/...``, ``Content-Type: application/json``.
 
-Callers build payloads while holding the state lock and call :func:`deliver` after releasing
-it, so a slow receiver never blocks the stand-in's API.
+``state.webhook.mode``:
+
+- ``"send"``: like GitHub, asynchronously — one sender thread per stand-in posts deliveries in
+  the order they happened, after the API call or control call that caused them has returned
+  (so a receiver that calls the API back never deadlocks with it). :func:`wait_until_sent`
+  waits for the outbox to empty.
+- ``"queue"``: deliveries wait in ``state.pending_deliveries`` until :func:`flush` sends them
+  (in the caller's thread), so tests can hold them back, reorder or duplicate them.
+
+Callers build payloads while holding the state lock and call :func:`deliver` after releasing it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import hashlib
 import hmac
 import json
 import logging
+import queue
+import threading
 import time
 import uuid
 from typing import Any
@@ -64,15 +72,67 @@ def build(
 def deliver(
     state: StandinState, event: str, payload: dict[str, Any], *, repo: str | None
 ) -> Delivery:
-    """Record one delivery and send it now, or queue it (``state.webhook.mode``)."""
+    """Record one delivery and hand it to the sender thread, or queue it (``state.webhook.mode``)."""
     delivery = build(state, event, payload, repo=repo)
     with state.lock:
         state.deliveries.append(delivery)
         if state.webhook.mode == "queue" or state.webhook.url is None:
             state.pending_deliveries.append(delivery)
             return delivery
-    send(state, delivery)
+    _outbox(state).put(delivery)
     return delivery
+
+
+class _Outbox:
+    """A FIFO of deliveries and the one daemon thread that sends them."""
+
+    def __init__(self, state: StandinState) -> None:
+        self.queue: queue.Queue[Delivery | None] = queue.Queue()
+        self._state = state
+        threading.Thread(target=self._run, name="standin-hookshot", daemon=True).start()
+
+    def put(self, delivery: Delivery | None) -> None:
+        self.queue.put(delivery)
+
+    def _run(self) -> None:
+        while (delivery := self.queue.get()) is not None:
+            try:
+                send(self._state, delivery)
+            except Exception as error:  # a dead sender thread would silently stop all hooks
+                delivery.error = f"{type(error).__name__}: {error}"
+                log.exception("webhook delivery %s failed", delivery.guid)
+            finally:
+                self.queue.task_done()
+        self.queue.task_done()
+
+
+def _outbox(state: StandinState) -> _Outbox:
+    with state.lock:
+        if not isinstance(state.outbox, _Outbox):
+            state.outbox = _Outbox(state)
+        return state.outbox
+
+
+def wait_until_sent(state: StandinState, timeout_s: float = 30.0) -> None:
+    """Block until every delivery handed to the sender thread was sent (or failed)."""
+    box = state.outbox
+    if not isinstance(box, _Outbox):
+        return
+    deadline = time.monotonic() + timeout_s
+    while box.queue.unfinished_tasks:
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{box.queue.unfinished_tasks} webhook deliveries still unsent after {timeout_s}s"
+            )
+        time.sleep(0.01)
+
+
+def close(state: StandinState) -> None:
+    """Stop the sender thread once what it holds is sent."""
+    with state.lock:
+        box, state.outbox = state.outbox, None
+    if isinstance(box, _Outbox):
+        box.put(None)
 
 
 def send(state: StandinState, delivery: Delivery) -> Delivery:

@@ -157,7 +157,9 @@ def check_run_event(
         if p.head_sha == run.head_sha and p.state == "open"
     ]
     started = run.started_at if run.started_at is not None else state.now()
-    completed = run.completed_at if run.completed_at is not None else state.now()
+    completed = run.completed_at
+    if completed is None and action == "rerequested":
+        completed = state.now()
     check_run: dict[str, Any] = {
         "id": run.id,
         "node_id": node_id("CheckRun", run.id),
@@ -168,7 +170,7 @@ def check_run_event(
         "status": run.status,
         "conclusion": run.conclusion,
         "started_at": iso(started),
-        "completed_at": iso(completed),
+        "completed_at": iso(completed) if completed is not None else None,
         "output": {
             "title": run.title,
             "summary": run.summary,
@@ -177,7 +179,7 @@ def check_run_event(
             "annotations_url": f"{url}/annotations",
         },
         "name": run.name,
-        "check_suite": _suite(state, repo, run, app, pulls),
+        "check_suite": _suite(state, repo, run, app, pulls, settled=action == "rerequested"),
         "app": app_json(state, app),
         "pull_requests": pulls,
     }
@@ -199,9 +201,25 @@ def _check_pull(state: StandinState, repo: Repo, pull: Pull) -> dict[str, Any]:
 
 
 def _suite(
-    state: StandinState, repo: Repo, run: CheckRun, app: App, pulls: list[dict[str, Any]]
+    state: StandinState,
+    repo: Repo,
+    run: CheckRun,
+    app: App,
+    pulls: list[dict[str, Any]],
+    *,
+    settled: bool,
 ) -> dict[str, Any]:
-    runs = [r for r in repo.check_runs.values() if r.suite_id == run.suite_id]
+    """The run's check suite; ``settled`` (a re-run request) reports it completed, as GitHub
+    only offers re-runs on a finished suite."""
+    runs = [r for r in repo.check_runs.values() if r.suite_id == run.suite_id] or [run]
+    statuses = {r.status for r in runs}
+    status = (
+        "completed"
+        if settled or statuses == {"completed"}
+        else "queued"
+        if statuses == {"queued"}
+        else "in_progress"
+    )
     conclusions = {r.conclusion for r in runs}
     conclusion: str | None = next(
         (c for c in ("failure", "timed_out", "cancelled", "action_required") if c in conclusions),
@@ -215,8 +233,10 @@ def _suite(
         "node_id": node_id("CheckSuite", run.suite_id),
         "head_branch": head_branch,
         "head_sha": run.head_sha,
-        "status": "completed",
-        "conclusion": conclusion if conclusion in SUITE_CONCLUSIONS else "neutral",
+        "status": status,
+        "conclusion": (conclusion if conclusion in SUITE_CONCLUSIONS else "neutral")
+        if status == "completed"
+        else None,
         "url": f"{repo_url(state, repo)}/check-suites/{run.suite_id}",
         "before": None,
         "after": run.head_sha,

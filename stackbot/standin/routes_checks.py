@@ -2,6 +2,8 @@
 checks/rerequest-run, repos/create-commit-status, repos/get-combined-status-for-ref,
 repos/list-commit-statuses-for-ref.
 
+Creating a run sends ``check_run.created`` (and ``completed`` when it is created finished);
+an update that finishes it sends ``check_run.completed``, as GitHub does for the App's hook.
 Only an installation with ``checks: write`` may write check runs (a personal token gets 403,
 as on GitHub); commit statuses need ``statuses: write`` or push access.
 """
@@ -143,7 +145,14 @@ def register(app: FastAPI, state: StandinState) -> None:
             )
             _apply_run_fields(state, run, body or {})
             repo.check_runs[run.id] = run
-            return json_response(check_run_json(state, repo, run), status=201)
+            answer = check_run_json(state, repo, run)
+            assert caller.login is not None
+            events = [payloads.check_run_event(state, repo, run, "created", caller.login)]
+            if run.status == "completed":
+                events.append(payloads.check_run_event(state, repo, run, "completed", caller.login))
+        for event in events:
+            deliveries.deliver(state, "check_run", event, repo=repo.full_name)
+        return json_response(answer, status=201)
 
     @app.patch("/repos/{owner}/{name}/check-runs/{run_id}")
     def update_check_run(
@@ -160,8 +169,19 @@ def register(app: FastAPI, state: StandinState) -> None:
             run = _run(repo, run_id)
             if run.app_id != caller.app_id:
                 raise StandinHTTPError(403, "Invalid app_id: the check run belongs to another App")
+            was_completed = run.status == "completed"
             _apply_run_fields(state, run, body or {})
-            return json_response(check_run_json(state, repo, run))
+            answer = check_run_json(state, repo, run)
+            assert caller.login is not None
+            completed = run.status == "completed" and not was_completed
+            event = (
+                payloads.check_run_event(state, repo, run, "completed", caller.login)
+                if completed
+                else None
+            )
+        if event is not None:
+            deliveries.deliver(state, "check_run", event, repo=repo.full_name)
+        return json_response(answer)
 
     @app.get("/repos/{owner}/{name}/check-runs/{run_id}")
     def get_check_run(owner: str, name: str, run_id: int, request: Request) -> JSONResponse:

@@ -211,6 +211,11 @@ def register(app: FastAPI, state: StandinState) -> None:
     def flush() -> JSONResponse:
         return _ok([_delivery_summary(d) for d in control.flush_deliveries()])
 
+    @app.post("/_standin/webhook/wait")
+    def wait() -> JSONResponse:
+        control.wait_for_deliveries()
+        return _ok({"pending": 0})
+
     @app.post("/_standin/webhook/ping")
     def ping() -> JSONResponse:
         return _ok(_delivery_summary(control.ping()), 201)

@@ -18,6 +18,7 @@ from types import TracebackType
 
 import uvicorn
 
+from stackbot.standin import deliveries
 from stackbot.standin.app import create_standin_app
 from stackbot.standin.control import StandinControl
 from stackbot.standin.state import Clock, StandinState
@@ -72,6 +73,7 @@ class StandinServer:
         return self
 
     def stop(self) -> None:
+        deliveries.close(self.state)
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:

@@ -293,6 +293,7 @@ class StandinState:
         self.deliveries: list[Delivery] = []
         self.pending_deliveries: list[Delivery] = []
         self.webhook = WebhookConfig()
+        self.outbox: object | None = None  # the delivery sender thread (deliveries.py), once used
         self.installation_token_lifetime_s = TOKEN_LIFETIME_S
         self.rate_limit_per_hour = RATE_LIMIT_PER_HOUR
         self.rate_usage: dict[str, tuple[float, int]] = {}  # identity -> (window start, used)

@@ -19,6 +19,8 @@ class Received:
 class Receiver:
     status: int = 202
     received: list[Received] = field(default_factory=list)
+    # Set to hold every answer until the test releases it.
+    hold: threading.Event | None = None
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -35,6 +37,8 @@ class Receiver:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
                 owner.received.append(Received(self.path, dict(self.headers.items()), body))
+                if owner.hold is not None:
+                    owner.hold.wait(30)
                 self.send_response(owner.status)
                 self.end_headers()
 

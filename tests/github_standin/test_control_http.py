@@ -75,6 +75,7 @@ def test_a_series_can_be_driven_over_http(standin: StandinWorld) -> None:
         assert merged.status_code == 200 and len(merged.json()["merge_commit_sha"]) == 40
         comments = control.get(f"/repos/erin/tools/issues/{number}/comments").json()
         assert [c["body"] for c in comments] == ["hi!"]
+        assert control.post("/webhook/wait").status_code == 200
         sent = control.get("/deliveries").json()
     kinds = [(d["event"], d["action"]) for d in sent if d["repo"] == "erin/tools"]
     assert ("pull_request", "synchronize") in kinds and ("issue_comment", "edited") in kinds

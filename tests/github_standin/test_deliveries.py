@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import threading
 import uuid
 from typing import Any
 
@@ -15,7 +16,7 @@ from tests.github_standin.scene import build_scene
 from tests.support import github_contract
 from tests.support.standin import WEBHOOK_SECRET, StandinWorld
 
-# What the brief asks the stand-in to send.
+# What the stand-in sends (check_run created/completed go beyond the brief: GitHub sends them).
 EXPECTED = {
     ("pull_request", "opened"),
     ("pull_request", "edited"),
@@ -27,6 +28,8 @@ EXPECTED = {
     ("issue_comment", "created"),
     ("issue_comment", "edited"),
     ("push", None),
+    ("check_run", "created"),
+    ("check_run", "completed"),
     ("check_run", "rerequested"),
     ("installation", "created"),
     ("ping", None),
@@ -107,6 +110,20 @@ def test_deliveries_carry_what_happened(standin: StandinWorld) -> None:
         p for p in payloads("issue_comment", "created") if p["sender"]["login"] == "stackbot[bot]"
     ]
     assert bot and bot[0]["comment"]["performed_via_github_app"]["id"] == standin.app_id
+    created_run = payloads("check_run", "created")[0]["check_run"]
+    assert (created_run["status"], created_run["completed_at"]) == ("in_progress", None)
+    assert (created_run["check_suite"]["status"], created_run["check_suite"]["conclusion"]) == (
+        "in_progress",
+        None,
+    )
+    finished = [
+        p["check_run"]
+        for p in payloads("check_run", "completed")
+        if p["check_run"]["name"].endswith("1x4")
+    ]
+    assert [(r["conclusion"], r["check_suite"]["conclusion"]) for r in finished] == [
+        ("failure", "failure")
+    ]
     deleted = [p for p in payloads("push") if p["deleted"]]
     assert deleted[0]["ref"] == "refs/heads/amax-group" and deleted[0]["after"] == "0" * 40
     assert all(p["installation"]["id"] == standin.installation_id for p in payloads("pull_request"))
@@ -118,6 +135,7 @@ def test_deliveries_are_signed_and_posted_with_githubs_headers(standin: StandinW
     with Receiver() as receiver:
         standin.control.configure_webhook(receiver.url, WEBHOOK_SECRET, mode="send")
         comment = standin.control.comment(standin.repo, 8034, "carol", "hello")
+        standin.control.wait_for_deliveries()
     (got,) = [r for r in receiver.received if r.headers["X-GitHub-Event"] == "issue_comment"]
     expected = "sha256=" + hmac.new(WEBHOOK_SECRET.encode(), got.body, hashlib.sha256).hexdigest()
     assert got.headers["X-Hub-Signature-256"] == expected
@@ -135,6 +153,24 @@ def _pr(world: StandinWorld) -> bool:
         world.repo, author="alice", head="f", title="t", files={"f": "1\n"}, number=8034
     )
     return True
+
+
+def test_sending_is_asynchronous_and_ordered(standin: StandinWorld) -> None:
+    _pr(standin)
+    hold = threading.Event()
+    with Receiver(hold=hold) as receiver:
+        standin.control.configure_webhook(receiver.url, WEBHOOK_SECRET, mode="send")
+        # The receiver answers nothing until released, yet the calls return: like GitHub, the
+        # stand-in delivers after the fact, one delivery at a time, in order.
+        for text in ("first", "second", "third"):
+            standin.control.comment(standin.repo, 8034, "carol", text)
+        sent = standin.control.deliveries("issue_comment")
+        assert [d.status_code for d in sent] == [None, None, None]
+        hold.set()
+        standin.control.wait_for_deliveries()
+    assert [d.status_code for d in sent] == [202, 202, 202]
+    bodies = [json.loads(r.body)["comment"]["body"] for r in receiver.received]
+    assert bodies == ["first", "second", "third"]
 
 
 def test_queued_deliveries_wait_for_flush_and_keep_their_order(standin: StandinWorld) -> None:
@@ -162,6 +198,7 @@ def test_an_unreachable_receiver_is_recorded_not_raised(standin: StandinWorld) -
         url = receiver.url
     standin.control.configure_webhook(url, WEBHOOK_SECRET, mode="send", timeout_s=2)
     _pr(standin)
+    standin.control.wait_for_deliveries()
     (delivery,) = standin.control.deliveries("pull_request", "opened")
     assert delivery.status_code is None and delivery.error and "Connect" in delivery.error
 

@@ -60,6 +60,7 @@ def test_stackbots_intake_accepts_the_standins_deliveries(
             f"{url}/webhooks/github", "not-the-secret-at-all", mode="send"
         )
         standin.control.comment(standin.repo, 8035, "carol", "forged")
+        standin.control.wait_for_deliveries()
     (refused,) = [d for d in standin.control.deliveries("issue_comment") if b'"forged"' in d.body]
     assert refused.status_code == 401
     with engine.connect() as conn:
