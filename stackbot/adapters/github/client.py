@@ -32,6 +32,7 @@ from stackbot.adapters.github.auth import (
 from stackbot.adapters.github.pacing import WritePacer, shared_write_pacer
 from stackbot.adapters.github.retry import RetryPolicy, call_with_retries
 from stackbot.adapters.github_errors import GitHubConfigError, GitHubNotFound
+from stackbot.config import Settings
 from stackbot.domain.records import CommentRecord, CommitRecord, PrRecord, StackRecord
 from stackbot.logging_redaction import register_secret
 
@@ -71,7 +72,7 @@ class GitHubClient:
     @classmethod
     def from_settings(
         cls,
-        settings: Any,
+        settings: Settings,
         *,
         installation_id: int | None = None,
         policy: RetryPolicy | None = None,
