@@ -102,8 +102,8 @@ def run_command(
 ) -> CommandOutcome:
     """What a comment asks for: a reply and the tasks to queue (nothing for non-commands)."""
     command = parse_command(request.body)
-    if command is None:
-        return CommandOutcome()
+    if command is None or request.author.endswith("[bot]"):
+        return CommandOutcome()  # bots (stackbot itself included) give no commands
     if isinstance(command, OkToTest):
         return ok_to_test(engine, client, settings, request, command)
     if request.edited:

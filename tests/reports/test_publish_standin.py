@@ -5,8 +5,10 @@ Writes are counted from the stand-in's own request log."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import httpx
+import pytest
 
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
@@ -17,6 +19,13 @@ from stackbot.services.reporting import publish_reports
 from tests.sync.pipeline import Pipeline, open_pr, push
 
 WRITE_METHODS = ("POST", "PATCH", "PUT", "DELETE")
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> str:
+    """SQLite only: these tests are about GitHub writes; the Report rows they keep are
+    exercised on PostgreSQL by tests/sync/test_store.py."""
+    return f"sqlite:///{tmp_path / 'stackbot.db'}"
 
 
 def writes(pipeline: Pipeline) -> list[tuple[str, str]]:

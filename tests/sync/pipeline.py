@@ -162,7 +162,7 @@ class Pipeline:
         return [c for c in self.bot_comments(number) if c.body.startswith(MARKER)]
 
     def bot_comments(self, number: int) -> list[Any]:
-        return [c for c in self.comments(number) if c.author.endswith("[bot]")]
+        return [c for c in self.comments(number) if c.via_app]
 
     def head(self, number: int) -> str:
         return str(self.control.pull(self.repo, number).head_sha)

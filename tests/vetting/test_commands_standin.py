@@ -58,3 +58,15 @@ def test_an_unknown_stackbot_command_gets_the_usage(pipeline: Pipeline) -> None:
     assert reply.body.startswith(
         "stackbot does not know `/stackbot please merge`. Commands: `/ok to test <sha>`"
     )
+
+
+def test_commands_from_bots_are_ignored(pipeline: Pipeline) -> None:
+    number = open_pr(pipeline, author="carol", branch="carol/fix", title="Fix")
+    pipeline.deliver()
+    pipeline.control.comment(pipeline.repo, number, "stackbot[bot]", "/stackbot status")
+    pipeline.control.comment(
+        pipeline.repo, number, "copy-pr-bot[bot]", f"/ok to test {pipeline.head(number)}"
+    )
+    pipeline.deliver()
+    assert pipeline.replies(number) == []
+    assert pipeline.approvals(number) == []
