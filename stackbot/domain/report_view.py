@@ -1,0 +1,139 @@
+"""The plain view of stored state that PR reports are rendered from (see
+:mod:`stackbot.domain.report`). Frozen dataclasses, no behaviour beyond small derived values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from stackbot.domain.comparison import Comparison
+
+ApprovalKind = Literal["approved", "trusted", "waiting"]
+CheckStatus = Literal["queued", "in_progress", "completed"]
+Conclusion = Literal["success", "failure", "neutral", "cancelled", "timed_out", "action_required"]
+
+
+@dataclass(frozen=True)
+class PrRef:
+    number: int
+    title: str = ""
+    state: str = "open"  # open | closed | merged
+    draft: bool = False
+    superseded_by: int | None = None
+
+    def describe(self) -> str:
+        words = [self.state]
+        if self.draft:
+            words.append("draft")
+        if self.superseded_by is not None:
+            words.append(f"superseded by #{self.superseded_by}")
+        return f"#{self.number} ({', '.join(words)})"
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    kind: ApprovalKind
+    by: str | None = None  # the vetter, or the trusted author
+    earlier_sha: str | None = None  # an approved older head, whose approval does not carry over
+
+
+@dataclass(frozen=True)
+class StackView:
+    series_key: str | None = None
+    parents: tuple[PrRef, ...] = ()
+    children: tuple[PrRef, ...] = ()
+    problems: tuple[str, ...] = ()  # cycles, missing or closed parents involving this PR
+
+
+@dataclass(frozen=True)
+class StepView:
+    pr: int
+    outcome: str  # clean | resolved | conflict | skipped
+    conflicting_paths: tuple[str, ...] = ()
+    conflicts_with: tuple[int, ...] = ()  # PRs merged earlier that touched those paths
+    resolved_files: tuple[str, ...] = ()  # generated files regenerated instead of merged
+    resolution: str | None = None
+    skipped_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class IntegrationView:
+    kind: Literal["stack", "series"]
+    status: str  # pending | running | clean | resolved | conflict | error
+    base_ref: str
+    base_sha: str = ""
+    commit: str | None = None
+    steps: tuple[StepView, ...] = ()
+    error: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class AllowlistView:
+    path: str
+    total_before: int | None
+    total_after: int | None
+    new_reads: tuple[str, ...] = ()
+    stale_dropped: tuple[str, ...] = ()
+    unparsed: tuple[str, ...] = ()
+
+    @property
+    def delta(self) -> int | None:
+        if self.total_before is None or self.total_after is None:
+            return None
+        return self.total_after - self.total_before
+
+
+@dataclass(frozen=True)
+class ReusedFrom:
+    run_id: int | None
+    job_id: int
+
+
+@dataclass(frozen=True)
+class TestRow:
+    __test__ = False  # not a pytest class
+
+    test_set: str
+    shape: str
+    status: str  # the job's: queued | submitted | running | passed | failed | error | timeout | infra | cancelled
+    comparison: Comparison | None = None  # None until the job has a result
+    reused_from: ReusedFrom | None = None
+    url: str | None = None
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.test_set} {self.shape}"
+
+
+@dataclass(frozen=True)
+class PrReportView:
+    repo: str
+    pr: PrRef
+    head_sha: str
+    approval: ApprovalView
+    stack: StackView = field(default_factory=StackView)
+    stack_integration: IntegrationView | None = None
+    series_integration: IntegrationView | None = None
+    allowlist: AllowlistView | None = None
+    tests: tuple[TestRow, ...] = ()
+    tested_commit: str | None = None  # the integration commit the tests ran on
+    main_sha: str | None = None  # the main commit the baseline ran on
+    url: str | None = None  # the PR's dashboard page
+
+    def row(self, test_set: str, shape: str) -> TestRow:
+        for row in self.tests:
+            if (row.test_set, row.shape) == (test_set, shape):
+                return row
+        raise KeyError(f"#{self.pr.number} has no test row {test_set} {shape}")
+
+
+@dataclass(frozen=True)
+class CheckRunContent:
+    name: str
+    status: CheckStatus
+    conclusion: Conclusion | None
+    title: str
+    summary: str
+    text: str | None = None
