@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-12-02 13:54:35.381666
+Create Date: 2026-12-02 14:11:51.344906
 """
 
 from collections.abc import Sequence
@@ -184,6 +184,7 @@ def upgrade() -> None:
     sa.Column('root_pr', sa.Integer(), nullable=True),
     sa.Column('order', sa.JSON(), nullable=False),
     sa.Column('problems', sa.JSON(), nullable=False),
+    sa.Column('conflict_matrix', sa.JSON(), nullable=True),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=30), nullable=False),
     sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['repo_id'], ['repositories.id'], ),

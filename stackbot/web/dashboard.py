@@ -24,13 +24,19 @@ TEMPLATES.env.globals["slug"] = readmodel.series_slug
 
 
 def _pair_paths(matrix: dict[str, Any], a: int, b: int) -> list[str]:
+    """The paths on which PRs ``a`` and ``b`` conflict, from a stored conflict matrix."""
     for pair in matrix.get("pairs", []):
         if {pair.get("a"), pair.get("b")} == {a, b}:
-            return list(pair.get("paths", []))
+            return [str(c.get("path")) for c in pair.get("conflicts", [])]
     return []
 
 
+def _matrix_prs(matrix: dict[str, Any]) -> list[int]:
+    return sorted(int(n) for n in matrix.get("heads", {}))
+
+
 TEMPLATES.env.globals["pair_paths"] = _pair_paths
+TEMPLATES.env.globals["matrix_prs"] = _matrix_prs
 
 router = APIRouter(include_in_schema=False)
 

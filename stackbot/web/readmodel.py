@@ -438,15 +438,8 @@ def series_page(session: Session, key: str, repo: str | None = None) -> SeriesPa
         series_run=_run_summary(series_run) if series_run else None,
         series_steps=steps,
         series_tests=tests,
-        conflict_matrix=_conflict_matrix(series_run),
+        conflict_matrix=series.conflict_matrix,
     )
-
-
-def _conflict_matrix(run: IntegrationRun | None) -> dict[str, Any] | None:
-    if run is None or not run.allowlist:
-        return None
-    matrix = (run.allowlist or {}).get("conflict_matrix")
-    return matrix if isinstance(matrix, dict) else None
 
 
 def pull_rows(session: Session, repo_id: int, numbers: Iterable[int]) -> list[PullRow]:

@@ -35,6 +35,7 @@ TASK_MODULES: tuple[str, ...] = (
     "stackbot.services.vetting",
     "stackbot.services.reconcile",
     "stackbot.services.reporting",
+    "stackbot.services.pipeline",
 )
 
 

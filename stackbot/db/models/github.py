@@ -86,6 +86,8 @@ class Series(SQLModel, table=True):
     order: list[int] = Field(default_factory=list, sa_column=json_column())
     # [{"kind", "prs", "detail"}] from the last graph build.
     problems: list[dict[str, Any]] = Field(default_factory=list, sa_column=json_column())
+    # The pairwise conflict matrix of the live PRs (stackbot.services.conflicts), or null.
+    conflict_matrix: dict[str, Any] | None = Field(default=None, sa_column=json_column(nullable=True))
     status: str = Field(default="new", max_length=30)
     updated_at: datetime = Field(default_factory=utcnow, sa_column=time_column())
 

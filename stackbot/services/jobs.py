@@ -1,0 +1,386 @@
+"""GPU jobs for integrated trees: create them (or reuse a result), submit, poll and collect.
+
+A job is one test set × shape × tree. Its result is reusable for any run whose tree and job
+configuration match (``config_hash``): such a run gets its own job row pointing at the original
+(``reused_from_job_id``) and copying its outcome, so every run's report and page read their own
+rows, and "reused from run N" can be said. Identical trees are never tested twice.
+
+Jobs are submitted by the ``poll_jobs`` task, not where they are created: a local host has a
+small pool of GPUs (or CPU rank slots), and the executor answers ``PoolBusy`` until one frees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from gpu_jobs.executors import Executor, ExecutorError, JobHandle, PoolBusy
+from gpu_jobs.spec import ContractError, JobResult
+from gpu_jobs.testsets import TestSet
+from stackbot.config import Settings
+from stackbot.db.engine import session_scope
+from stackbot.db.models import IntegrationRun, Job, TestResult
+from stackbot.db.models._columns import utcnow
+from stackbot.services.executors import executor_for_settings, test_sets_for
+
+log = logging.getLogger(__name__)
+
+FINISHED = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
+IN_FLIGHT = frozenset({"submitted", "running"})
+# Outcomes that say nothing about the tree: never reused, so the next run tries again.
+NOT_REUSABLE = frozenset({"infra", "cancelled"})
+
+
+def config_hash(test_set: TestSet, shape: str) -> str:
+    """What makes two jobs on one tree the same job."""
+    data = {
+        "test_set": test_set.name,
+        "shape": shape,
+        "targets": list(test_set.megatron_targets),
+        "env": dict(sorted(test_set.env.items())),
+        "container_image": test_set.container_image,
+        "setup_commands": list(test_set.setup_commands),
+        "timeout_s": test_set.timeout_s,
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    test_set: TestSet
+    shape: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.test_set.name} {self.shape}"
+
+
+def job_requests(settings: Settings, names: Iterable[str] | None = None) -> list[JobRequest]:
+    sets = test_sets_for(settings)
+    wanted = list(names) if names is not None else list(settings.default_test_sets)
+    requests: list[JobRequest] = []
+    for name in wanted:
+        test_set = sets.get(name)
+        if test_set is None:
+            log.warning("test set %r is configured but not defined; known: %s", name, sorted(sets))
+            continue
+        requests.extend(JobRequest(test_set, str(shape)) for shape in test_set.shapes)
+    return requests
+
+
+def create_run_jobs(
+    session: Session,
+    run: IntegrationRun,
+    requests: Sequence[JobRequest],
+    *,
+    force: bool = False,
+) -> list[Job]:
+    """The run's jobs: one per request, reusing an earlier result on the same tree unless
+    ``force`` (a retest). Idempotent: a request the run already has a job for is left alone."""
+    assert run.id is not None and run.final_tree and run.final_commit
+    existing = {
+        (job.test_set, job.shape): job
+        for job in session.exec(select(Job).where(Job.integration_run_id == run.id))
+    }
+    created = []
+    for request in requests:
+        key = (request.test_set.name, request.shape)
+        if key in existing and not force:
+            continue
+        digest = config_hash(request.test_set, request.shape)
+        source = None if force else reusable_job(session, run.final_tree, digest)
+        job = Job(
+            repo_id=run.repo_id,
+            integration_run_id=run.id,
+            kind="integration",
+            base_ref=run.base_ref,
+            test_set=request.test_set.name,
+            shape=request.shape,
+            tree_sha=run.final_tree,
+            commit_sha=run.final_commit,
+            config_hash=digest,
+        )
+        if source is not None:
+            _copy_outcome(job, source)
+        session.add(job)
+        created.append(job)
+    session.flush()
+    return created
+
+
+def create_baseline_jobs(
+    session: Session,
+    *,
+    repo_id: int,
+    base_ref: str,
+    base_sha: str,
+    base_tree: str,
+    requests: Sequence[JobRequest],
+) -> list[Job]:
+    """Jobs on the base commit, once per base SHA and configuration."""
+    created = []
+    for request in requests:
+        digest = config_hash(request.test_set, request.shape)
+        exists = session.exec(
+            select(Job.id).where(
+                Job.kind == "baseline",
+                Job.commit_sha == base_sha,
+                Job.config_hash == digest,
+                col(Job.status).not_in(list(NOT_REUSABLE)),
+            )
+        ).first()
+        if exists is not None:
+            continue
+        job = Job(
+            repo_id=repo_id,
+            kind="baseline",
+            base_ref=base_ref,
+            test_set=request.test_set.name,
+            shape=request.shape,
+            tree_sha=base_tree,
+            commit_sha=base_sha,
+            config_hash=digest,
+        )
+        source = reusable_job(session, base_tree, digest)
+        if source is not None:
+            _copy_outcome(job, source)
+        session.add(job)
+        created.append(job)
+    session.flush()
+    return created
+
+
+def reusable_job(session: Session, tree: str, digest: str) -> Job | None:
+    """The original job (never a copy) whose result a job on ``tree`` may take."""
+    return session.exec(
+        select(Job)
+        .where(
+            Job.tree_sha == tree,
+            Job.config_hash == digest,
+            col(Job.reused_from_job_id).is_(None),
+            col(Job.status).not_in(list(NOT_REUSABLE)),
+        )
+        .order_by(col(Job.id).desc())
+    ).first()
+
+
+def _copy_outcome(job: Job, source: Job) -> None:
+    job.reused_from_job_id = source.id
+    job.status = source.status if source.status in FINISHED else "queued"
+    job.counts = dict(source.counts or {})
+    job.result = source.result
+    job.node = source.node
+    job.out_dir = source.out_dir
+    job.started_at = source.started_at
+    job.finished_at = source.finished_at
+    job.error = source.error
+
+
+# -- advancing jobs ---------------------------------------------------------------------------
+
+
+@dataclass
+class Advance:
+    """What one ``poll_jobs`` pass changed."""
+
+    submitted: list[int] = field(default_factory=list)
+    started: list[int] = field(default_factory=list)
+    finished: list[int] = field(default_factory=list)  # originals and the copies updated
+    unfinished: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.submitted or self.started or self.finished)
+
+
+def advance_jobs(engine: Engine, settings: Settings, *, repo_url_of: dict[int, str]) -> Advance:
+    """Poll every job in flight, collect the finished ones, then submit queued jobs while the
+    executor has room. ``repo_url_of`` maps a repository id to the URL runners fetch from."""
+    executor = executor_for_settings(settings)
+    advance = Advance()
+    with Session(engine) as session:
+        in_flight = session.exec(select(Job).where(col(Job.status).in_(list(IN_FLIGHT)))).all()
+        queued = session.exec(
+            select(Job)
+            .where(Job.status == "queued", col(Job.reused_from_job_id).is_(None))
+            .order_by(col(Job.id))
+        ).all()
+        session.expunge_all()
+    for job in in_flight:
+        _poll_one(engine, executor, job, advance)
+    for job in queued:
+        if not _submit_one(engine, settings, executor, job, repo_url_of, advance):
+            break
+    with Session(engine) as session:
+        advance.unfinished = len(
+            session.exec(select(Job.id).where(col(Job.status).not_in(list(FINISHED)))).all()
+        )
+    return advance
+
+
+def _poll_one(engine: Engine, executor: Executor, job: Job, advance: Advance) -> None:
+    assert job.id is not None and job.external_id
+    handle = JobHandle.from_str(job.external_id)
+    try:
+        state = executor.poll(handle)
+    except ExecutorError as error:
+        log.warning("job %d: polling failed (%s); will try again", job.id, error)
+        return
+    if state.phase == "running" and job.status != "running":
+        with session_scope(engine) as session:
+            row = session.get(Job, job.id)
+            assert row is not None
+            row.status = "running"
+            row.node = state.node or row.node
+            row.started_at = _parse_time(state.started_at) or utcnow()
+            session.add(row)
+        advance.started.append(job.id)
+    if state.phase != "finished":
+        return
+    try:
+        result = executor.collect(handle)
+    except (ExecutorError, ContractError) as error:
+        result = JobResult(handle.job_id, "infra", f"the job's result cannot be read: {error}")
+    finished = record_result(engine, job.id, result, node=state.node)
+    advance.finished.extend(finished)
+
+
+def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str | None) -> list[int]:
+    """Store a finished job's result (and copy it to the jobs reusing it); returns their ids."""
+    with session_scope(engine) as session:
+        row = session.get(Job, job_id)
+        assert row is not None
+        row.status = result.status
+        row.counts = {k: int(v) for k, v in vars(result.counts).items()}
+        row.result = result.to_dict()
+        row.node = ", ".join(result.nodes) or node or row.node
+        row.started_at = _parse_time(result.started_at) or row.started_at or utcnow()
+        row.finished_at = _parse_time(result.finished_at) or utcnow()
+        row.error = result.message if result.status != "passed" and result.message else None
+        session.add(row)
+        for test in result.tests:
+            session.add(
+                TestResult(
+                    job_id=job_id,
+                    nodeid=test.nodeid,
+                    outcome=test.outcome,
+                    duration_s=test.duration_s,
+                    failed_ranks=sorted(
+                        rank for rank, outcome in test.ranks.items() if outcome != "passed"
+                    )
+                    if test.outcome != "passed"
+                    else [],
+                    message=test.message or None,
+                )
+            )
+        copies = session.exec(select(Job).where(Job.reused_from_job_id == job_id)).all()
+        for copy in copies:
+            _copy_outcome(copy, row)
+            session.add(copy)
+        return [job_id, *(c.id for c in copies if c.id is not None)]
+
+
+def _submit_one(
+    engine: Engine,
+    settings: Settings,
+    executor: Executor,
+    job: Job,
+    repo_url_of: dict[int, str],
+    advance: Advance,
+) -> bool:
+    """Submit one queued job; False when the executor has no room (stop submitting)."""
+    assert job.id is not None
+    sets = test_sets_for(settings)
+    test_set = sets.get(job.test_set)
+    if test_set is None:
+        _fail(engine, job.id, "error", f"test set {job.test_set!r} is no longer configured")
+        return True
+    out_dir = _fresh_out_dir(settings.jobs_dir, job.id)
+    try:
+        spec = test_set.job_spec(
+            job_id=f"stackbot-job-{job.id}",
+            shape=job.shape,
+            repo_url=repo_url_of.get(job.repo_id),
+            commit=job.commit_sha,
+        )
+        handle = executor.submit(spec, out_dir)
+    except PoolBusy:
+        return False
+    except ContractError as error:
+        _fail(engine, job.id, "error", f"bad job: {error}")
+        return True
+    except ExecutorError as error:
+        _fail(engine, job.id, "infra", f"the executor refused the job: {error}")
+        return True
+    with session_scope(engine) as session:
+        row = session.get(Job, job.id)
+        assert row is not None
+        row.status = "submitted"
+        row.executor = handle.kind
+        row.external_id = handle.to_str()
+        row.out_dir = str(out_dir)
+        row.submitted_at = utcnow()
+        session.add(row)
+    advance.submitted.append(job.id)
+    log.info("job %d (%s %s) submitted to %s", job.id, job.test_set, job.shape, handle.kind)
+    return True
+
+
+def _fail(engine: Engine, job_id: int, status: str, message: str) -> None:
+    with session_scope(engine) as session:
+        row = session.get(Job, job_id)
+        assert row is not None
+        row.status = status
+        row.error = message
+        row.finished_at = utcnow()
+        session.add(row)
+
+
+def _fresh_out_dir(jobs_dir: Path, job_id: int) -> Path:
+    """``job-N``, or ``job-N.rK`` when an earlier attempt left files there (a crash between
+    submitting and recording the handle)."""
+    candidate = jobs_dir / f"job-{job_id}"
+    attempt = 1
+    while candidate.exists() and any(candidate.iterdir()):
+        candidate = jobs_dir / f"job-{job_id}.r{attempt}"
+        attempt += 1
+    return candidate
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def cancel_jobs(engine: Engine, settings: Settings, job_ids: Iterable[int]) -> None:
+    executor = executor_for_settings(settings)
+    for job_id in job_ids:
+        with Session(engine) as session:
+            job = session.get(Job, job_id)
+            handle = JobHandle.from_str(job.external_id) if job and job.external_id else None
+        if handle is not None:
+            executor.cancel(handle)
+
+
+def jobs_of_runs(session: Session, run_ids: Sequence[int]) -> list[Job]:
+    if not run_ids:
+        return []
+    return list(session.exec(select(Job).where(col(Job.integration_run_id).in_(run_ids))).all())
+
+
+def job_summary(job: Job) -> dict[str, Any]:
+    return {"id": job.id, "test_set": job.test_set, "shape": job.shape, "status": job.status}
