@@ -6,6 +6,9 @@ from typing import Any
 
 import pytest
 
+from gpu_jobs.spec import Counts as JobCounts
+from gpu_jobs.spec import JobResult
+from gpu_jobs.spec import TestResult as JobTest
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.errors import BadInput
 
@@ -154,3 +157,20 @@ def test_without_main_any_failure_counts() -> None:
 )
 def test_counts_are_described_as_users_write_them(counts: Counts, text: str) -> None:
     assert counts.describe() == text
+
+
+def test_a_gpu_jobs_job_result_is_read_as_written() -> None:
+    """The contract with gpu_jobs: its JobResult JSON, per-rank outcomes already merged."""
+    job = JobResult(
+        job_id="job-7",
+        status="failed",
+        counts=JobCounts(passed=1, failed=1),
+        tests=(
+            JobTest("t.py::ok", "passed", 0.2, {0: "passed", 1: "passed"}),
+            JobTest("t.py::bad", "failed", 0.3, {0: "passed", 1: "failed"}, "rank 1: assert"),
+        ),
+    )
+    outcomes = TestOutcomes.from_result_json(job.to_dict())
+    assert outcomes.status == "failed"
+    assert outcomes.counts == Counts(passed=1, failed=1)
+    assert outcomes.tests == {"t.py::ok": "passed", "t.py::bad": "failed"}
