@@ -231,15 +231,27 @@ def _s(count: int) -> str:
 
 
 def _tests(view: PrReportView) -> str:
-    if not view.tests:
-        return ""
+    blocks = []
+    if view.tests:
+        where = "the stack integration" if view.series_tests else "the integration"
+        blocks.append(_test_block(view, view.tests, where, view.tested_commit))
+    if view.series_tests:
+        key = view.stack.series_key
+        series = f"the series {key} integration" if key else "the series integration"
+        blocks.append(_test_block(view, view.series_tests, series, view.series_tested_commit))
+    return "\n\n".join(blocks)
+
+
+def _test_block(
+    view: PrReportView, rows: tuple[TestRow, ...], where: str, commit: str | None
+) -> str:
     heading = "**Tests**"
-    if view.tested_commit:
-        heading += f" on the integration `{short(view.tested_commit)}`"
+    if commit:
+        heading += f" on {where} `{short(commit)}`"
     if view.main_sha:
         heading += f", compared with main `{short(view.main_sha)}`"
-    lines = [heading, *(f"- {test_line(row)}" for row in view.tests)]
-    details = [block for row in view.tests if (block := _test_details(row))]
+    lines = [heading, *(f"- {test_line(row)}" for row in rows)]
+    details = [block for row in rows if (block := _test_details(row))]
     return "\n".join(lines + details)
 
 

@@ -118,8 +118,11 @@ class PrReportView:
     series_integration: IntegrationView | None = None
     allowlist: AllowlistView | None = None
     tests: tuple[TestRow, ...] = ()
-    tested_commit: str | None = None  # the integration commit the tests ran on
+    tested_commit: str | None = None  # the stack integration commit the tests ran on
     main_sha: str | None = None  # the main commit the baseline ran on
+    # The same tests on the series integration (every live PR of the series), when it ran them.
+    series_tests: tuple[TestRow, ...] = ()
+    series_tested_commit: str | None = None
     url: str | None = None  # the PR's dashboard page
 
     def row(self, test_set: str, shape: str) -> TestRow:

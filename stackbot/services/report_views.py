@@ -64,6 +64,9 @@ def build_report_view(
     )
     generated = set(settings.generated_files)
     tests, main_sha = _test_rows(session, stack_run, base_url) if stack_run else ((), None)
+    series_tests, series_main = (
+        _test_rows(session, series_run, base_url) if series_run else ((), None)
+    )
     return PrReportView(
         repo=repo,
         pr=_ref(pr),
@@ -75,7 +78,9 @@ def build_report_view(
         allowlist=_allowlist(stack_run or series_run, settings),
         tests=tests,
         tested_commit=stack_run.final_commit if stack_run and tests else None,
-        main_sha=main_sha,
+        main_sha=main_sha or series_main,
+        series_tests=series_tests,
+        series_tested_commit=series_run.final_commit if series_run and series_tests else None,
         url=f"{base_url}/pulls/{number}",
     )
 

@@ -20,6 +20,7 @@ MAIN = "77391e7f00000000000000000000000000000000"
 HEAD = "be10fd5c0ffee0000000000000000000000000aa"
 OLD_HEAD = "1dd9473aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 STACK_COMMIT = "5ac0ffe100000000000000000000000000000000"
+SERIES_COMMIT = "5e71e5c200000000000000000000000000000000"
 URL = "http://stackbot.example:8000"
 
 AMAX = "tests/unit_tests/transformer/test_amax_group.py"
@@ -108,6 +109,27 @@ def approved_clean() -> PrReportView:
         ),
         tested_commit=STACK_COMMIT,
         main_sha=MAIN,
+        series_integration=IntegrationView(
+            kind="series",
+            status="clean",
+            base_ref="main",
+            base_sha=MAIN,
+            commit=SERIES_COMMIT,
+            steps=(StepView(8034, "clean"), StepView(8035, "clean"), StepView(8748, "clean")),
+            url=f"{URL}/runs/42",
+        ),
+        series_tests=(
+            TestRow(
+                "amax-group",
+                "2x4",
+                "failed",
+                compare_with_main(
+                    outcomes({**amax_tests(23), f"{AMAX}::test_linears": "failed"}, "failed"), main
+                ),
+                url=f"{URL}/jobs/9",
+            ),
+        ),
+        series_tested_commit=SERIES_COMMIT,
         url=f"{URL}/pulls/8035",
     )
 

@@ -159,6 +159,19 @@ def seed(engine: Engine) -> int:
         session.add(
             job(repo.id, run.id, "2x4", "passed", result_json(23, 0), reused_from_job_id=source.id)
         )
+        series_run = IntegrationRun(
+            repo_id=repo.id,
+            kind="series",
+            series_key="#6307",
+            base_ref="main",
+            base_sha=MAIN,
+            status="clean",
+            final_commit="5" * 40,
+            heads={"8034": "a" * 40, "8035": HEAD, "8748": "d" * 40},
+        )
+        session.add(series_run)
+        session.flush()
+        session.add(job(repo.id, series_run.id, "1x4", "failed", result_json(20, 3)))
         queued = job(repo.id, run.id, "4x4", "running", None)
         session.add(queued)
         counted = job(repo.id, run.id, "1x8", "failed", None)
@@ -198,7 +211,17 @@ def test_a_view_from_stored_state(engine: Engine, tmp_path: Path) -> None:
     assert rows["amax-group 4x4"].comparison is None
     per_test = rows["amax-group 1x8"].comparison
     assert per_test is not None and per_test.counts == Counts(failed=1)
+    series = view.series_integration
+    assert series is not None and series.commit == "5" * 40
+    [series_row] = view.series_tests
+    assert series_row.comparison is not None
+    assert (len(series_row.comparison.newly_pass), len(series_row.comparison.still_failing)) == (
+        6,
+        3,
+    )
+    assert view.series_tested_commit == "5" * 40
     text = render_sticky_comment(view)
+    assert "**Tests** on the series #6307 integration `5555555`" in text
     assert "amax-group 1x4**: 23 passed · main: 14 passed, 9 failed (9 newly pass)" in text
 
 
