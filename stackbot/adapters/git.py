@@ -1,16 +1,20 @@
 """The only module that runs git.
 
-Two tools, each where it is the better one:
+Each tool where it is the better one:
 
 - The git CLI for everything git computes: fetch, push, ``merge-tree --write-tree``,
   ``commit-tree``, ref updates, worktrees. One seam, :func:`_run_git`, turns every failure into
   a :class:`GitError` carrying the command and git's stderr.
-- GitPython (and its gitdb) for object access: reads go through GitPython's persistent
-  ``git cat-file --batch`` process (one process for thousands of blobs instead of one each), and
-  the few blobs and trees stackbot writes (a regenerated allowlist and the trees above it) are
-  stored as loose objects in-process, which costs no process start at all. Trees are parsed here
-  and cached by SHA: a tree never changes, so an integration run re-reads only the directories a
-  merge changed.
+- One ``git cat-file --batch`` process kept open for reading objects and resolving refs. We
+  drive it ourselves rather than through GitPython's persistent cat-file because requests can
+  then be pipelined: a directory level of trees, or a batch of blobs, costs one round trip
+  instead of one each (what an integration step's time mostly is, next to merge-tree itself).
+- GitPython's object database (gitdb) for the objects stackbot writes itself (a regenerated
+  allowlist, the trees above it, and the integration merge commits, byte for byte what
+  ``git commit-tree`` writes): they are stored as loose objects in-process, with no process
+  started at all.
+
+Trees are parsed and walked in :mod:`stackbot.adapters.git_objects`.
 """
 
 from __future__ import annotations
@@ -28,11 +32,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-import git as gitpython
 from gitdb import IStream, LooseObjectDB  # type: ignore[import-untyped]
 
-from stackbot.domain.integration import Conflict
-from stackbot.domain.types import Sha, TreeSha, is_full_sha
+from stackbot.adapters.git_objects import (
+    MergeTreeResult,
+    TreeEntry,
+    TreeStore,
+    commit_object,
+    parse_merge_tree,
+)
+from stackbot.domain.types import Sha, TreeSha
 from stackbot.errors import BadInput, Permanent, RetryLater, StackbotError
 
 # Fixed so git's messages (which merge-tree results carry) read the same everywhere.
@@ -42,9 +51,6 @@ FETCH_REFSPECS = (
     "+refs/pull/*/head:refs/pull/*/head",
     "+refs/tags/*:refs/tags/*",
 )
-REGULAR_FILE_MODES = (b"100644", b"100755")
-TREE_MODE = b"40000"
-_TREE_CACHE_LIMIT = 200_000
 
 
 class GitError(StackbotError):
@@ -147,14 +153,6 @@ def _run_git(
 
 
 @dataclass(frozen=True)
-class MergeTreeResult:
-    tree: TreeSha
-    clean: bool
-    conflicts: tuple[Conflict, ...]
-    messages: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class PushUpdate:
     """Push ``local_ref`` to ``refs/heads/<branch>`` only if the remote branch is still at
     ``expected_old`` (``None``: only if it does not exist yet)."""
@@ -170,72 +168,53 @@ class Identity:
     email: str = "stackbot@users.noreply.localhost"
 
 
-_STAGE_LINE = re.compile(rb"^(\d{6}) ([0-9a-f]{40}) ([123])\t(.*)$", re.S)
+class _CatFile:
+    """One ``git cat-file --batch`` process; a batch of names is written at once and the
+    answers read back in order."""
+
+    CHUNK = 256  # names per write: their text stays well inside a pipe buffer (no deadlock)
+
+    def __init__(self, git_dir: Path) -> None:
+        self._process = subprocess.Popen(
+            ["git", "cat-file", "--batch"],
+            cwd=git_dir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **_BASE_ENV},
+        )
+
+    def read(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
+        """(sha, type, content) per name, None for a name that names no object."""
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+        found: list[tuple[str, str, bytes] | None] = []
+        for start in range(0, len(names), self.CHUNK):
+            chunk = names[start : start + self.CHUNK]
+            stdin.write(b"".join(name.encode() + b"\n" for name in chunk))
+            stdin.flush()
+            for _ in chunk:
+                header = stdout.readline().split()
+                if not header:
+                    raise GitError(["cat-file", "--batch"], -1, "git cat-file ended unexpectedly")
+                if len(header) != 3 or header[1] not in _OBJECT_TYPES:
+                    found.append(None)  # "<name> missing" or "<name> ambiguous"
+                    continue
+                data = stdout.read(int(header[2]) + 1)[:-1]
+                found.append((header[0].decode(), header[1].decode(), data))
+        return found
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
 
 
-def parse_merge_tree(output: bytes, returncode: int) -> MergeTreeResult:
-    """Parse ``git merge-tree --write-tree -z --messages`` (git 2.38+): the tree, the conflicted
-    file info (``mode sha stage<TAB>path``), an empty field, then the messages, each
-    ``<n>NUL<path>NUL...<type>NUL<text>NUL``."""
-    fields = output.split(b"\0")
-    tree = fields[0].decode()
-    if not is_full_sha(tree):
-        raise GitError(["merge-tree"], returncode, f"unexpected output: {output[:200]!r}")
-    staged: dict[str, None] = {}
-    i = 1
-    while i < len(fields) and (match := _STAGE_LINE.match(fields[i])):
-        staged.setdefault(_decode_path(match.group(4)), None)
-        i += 1
-    if i < len(fields) and fields[i] == b"":
-        i += 1
-    kinds: dict[str, str] = {}
-    extra: list[Conflict] = []
-    messages: list[str] = []
-    while i < len(fields) and fields[i].isdigit():
-        count = int(fields[i])
-        paths = [_decode_path(p) for p in fields[i + 1 : i + 1 + count]]
-        kind = fields[i + 1 + count].decode(errors="replace")
-        messages.append(fields[i + 2 + count].decode(errors="replace").strip())
-        i += 3 + count
-        if not kind.startswith("CONFLICT"):
-            continue
-        kind = kind.removeprefix("CONFLICT").strip().strip("()")
-        hit = [p for p in paths if p in staged]
-        for path in hit:
-            kinds.setdefault(path, kind)
-        if not hit and paths:
-            extra.append(Conflict(paths[0], kind))
-    conflicts = tuple(Conflict(p, kinds.get(p, "unknown")) for p in staged) + tuple(extra)
-    clean = returncode == 0 and not conflicts
-    return MergeTreeResult(TreeSha(tree), clean, conflicts, tuple(messages))
-
-
-def _decode_path(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="surrogateescape")
-
-
-def _encode_path(path: str) -> bytes:
-    return path.encode("utf-8", errors="surrogateescape")
-
-
-TreeEntry = tuple[bytes, bytes, str]  # (mode, name, hex sha)
-
-
-def parse_tree(data: bytes) -> tuple[TreeEntry, ...]:
-    entries: list[TreeEntry] = []
-    pos = 0
-    while pos < len(data):
-        space = data.index(b" ", pos)
-        nul = data.index(b"\0", space)
-        entries.append((data[pos:space], data[space + 1 : nul], data[nul + 1 : nul + 21].hex()))
-        pos = nul + 21
-    return tuple(entries)
-
-
-def serialize_tree(entries: Sequence[TreeEntry]) -> bytes:
-    # git orders entries by name, a directory's name compared as if it ended in "/".
-    ordered = sorted(entries, key=lambda e: e[1] + (b"/" if e[0] == TREE_MODE else b""))
-    return b"".join(mode + b" " + name + b"\0" + bytes.fromhex(sha) for mode, name, sha in ordered)
+_OBJECT_TYPES = (b"blob", b"tree", b"commit", b"tag")
 
 
 class GitRepository:
@@ -245,18 +224,18 @@ class GitRepository:
         self.git_dir = git_dir
         self.timeout = timeout  # for commands that talk to another repository
         self._objects = LooseObjectDB(str(git_dir / "objects"))
-        self._gitpython: gitpython.Repo | None = None
-        self._trees: dict[str, tuple[TreeEntry, ...]] = {}
-        self._flat: dict[str, dict[str, Sha]] = {}
+        self._cat_file: _CatFile | None = None
+        self._trees = TreeStore(self._load, self._store)
+        self._commit_times: dict[str, int] = {}
 
     @classmethod
     def open(cls, path: Path) -> GitRepository:
         return cls(_git_dir_of(path))
 
     def close(self) -> None:
-        if self._gitpython is not None:
-            self._gitpython.close()
-            self._gitpython = None
+        if self._cat_file is not None:
+            self._cat_file.close()
+            self._cat_file = None
 
     def __enter__(self) -> Self:
         return self
@@ -270,24 +249,17 @@ class GitRepository:
     # -- refs -----------------------------------------------------------------------------
 
     def rev_parse(self, ref: str) -> Sha:
-        """The commit ``ref`` names; :class:`UnknownRef` (a BadInput) when there is none."""
-        if not ref or ref.startswith("-"):
-            raise UnknownRef(["rev-parse", ref], 128, f"{ref!r} is not a ref name")
+        """The commit ``ref`` names; :class:`UnknownRef` (a BadInput) when there is none.
+        Resolved by the open cat-file (same rules as rev-parse), so resolving forty PR heads
+        starts no process."""
         hint = f"No branch, tag or commit {ref!r} in {self.git_dir}; fetch it or check the name."
-        done = self.git(
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            f"{ref}^{{commit}}",
-            ok_codes=(0, 1),
-            hint=hint,
-        )
-        if done.returncode != 0:
-            raise UnknownRef(
-                ["rev-parse", "--verify", ref], done.returncode, f"unknown revision {ref}", hint
-            )
-        return Sha(done.stdout.decode().strip())
+        if not ref or ref.startswith("-") or any(c.isspace() or ord(c) < 32 for c in ref):
+            raise UnknownRef(["rev-parse", ref], 128, f"{ref!r} is not a ref name", hint)
+        found = self._reader().read([f"{ref}^{{commit}}"])[0]
+        if found is None:
+            raise UnknownRef(["rev-parse", ref], 128, f"unknown revision {ref}", hint)
+        self._note_commit(found[0], found[2])
+        return Sha(found[0])
 
     def try_rev_parse(self, ref: str) -> Sha | None:
         try:
@@ -300,6 +272,11 @@ class GitRepository:
         script = "".join(f"update {ref} {sha}\n" for ref, sha in refs.items())
         script += "".join(f"delete {ref}\n" for ref in delete)
         self.git("update-ref", "--stdin", stdin=script.encode())
+        self.close()  # the open cat-file may hold the old refs
+
+    def list_refs(self, prefix: str) -> dict[str, Sha]:
+        out = self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix).stdout.decode()
+        return {ref: Sha(sha) for ref, sha in (line.split(" ") for line in out.splitlines())}
 
     def push(self, remote: str, updates: Sequence[PushUpdate]) -> None:
         """Lease-protected push: each branch moves only if it is still where we last saw it."""
@@ -312,35 +289,32 @@ class GitRepository:
         try:
             self.git(*args, timeout=self.timeout)
         except PushRejected as rejected:
-            hint = "The remote branch moved since stackbot last pushed it (someone else pushed); nothing was overwritten"
+            hint = (
+                "The remote branch moved since stackbot last pushed it (someone else pushed); "
+                "nothing was overwritten"
+            )
             raise PushRejected(
                 rejected.command, rejected.returncode, rejected.stderr, hint
             ) from None
-
-    def list_refs(self, prefix: str) -> dict[str, Sha]:
-        out = self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix).stdout.decode()
-        return {ref: Sha(sha) for ref, sha in (line.split(" ") for line in out.splitlines())}
 
     def merge_base(self, a: Sha, b: Sha) -> Sha | None:
         done = self.git("merge-base", a, b, ok_codes=(0, 1))
         return Sha(done.stdout.decode().strip()) if done.returncode == 0 else None
 
     def is_ancestor(self, ancestor: Sha, descendant: Sha) -> bool:
-        return (
-            self.git(
-                "merge-base", "--is-ancestor", ancestor, descendant, ok_codes=(0, 1)
-            ).returncode
-            == 0
-        )
+        done = self.git("merge-base", "--is-ancestor", ancestor, descendant, ok_codes=(0, 1))
+        return done.returncode == 0
 
     # -- merging --------------------------------------------------------------------------
 
     def merge_tree(self, ours: Sha, theirs: Sha) -> MergeTreeResult:
         """Merge two commits into a tree without touching any worktree or index."""
-        done = self.git(
-            "merge-tree", "--write-tree", "-z", "--messages", ours, theirs, ok_codes=(0, 1)
-        )
-        return parse_merge_tree(done.stdout, done.returncode)
+        args = ("merge-tree", "--write-tree", "-z", "--messages", ours, theirs)
+        done = self.git(*args, ok_codes=(0, 1))
+        try:
+            return parse_merge_tree(done.stdout, done.returncode)
+        except ValueError as error:
+            raise GitError(args, done.returncode, f"{error}; {done.stderr.decode()}") from None
 
     def commit_tree(
         self,
@@ -351,110 +325,88 @@ class GitRepository:
         identity: Identity = Identity(),
         timestamp: int | None = None,
     ) -> Sha:
-        """Write a commit. Its date defaults to the newest parent's, so the same merge of the
-        same heads gives the same commit SHA every time."""
-        when = (
-            timestamp
-            if timestamp is not None
-            else max((self.commit_time(p) for p in parents), default=0)
-        )
-        date = f"@{when} +0000"
-        env = {
-            "GIT_AUTHOR_NAME": identity.name,
-            "GIT_AUTHOR_EMAIL": identity.email,
-            "GIT_AUTHOR_DATE": date,
-            "GIT_COMMITTER_NAME": identity.name,
-            "GIT_COMMITTER_EMAIL": identity.email,
-            "GIT_COMMITTER_DATE": date,
-        }
-        args = ["commit-tree", tree]
-        for parent in parents:
-            args += ["-p", parent]
-        done = self.git(*args, "-F", "-", stdin=message.encode(), env=env)
-        return Sha(done.stdout.decode().strip())
+        """Write a commit, byte for byte what ``git commit-tree`` writes, in-process. Its date
+        defaults to the newest parent's, so the same merge of the same heads gives the same
+        commit SHA every time."""
+        if timestamp is None:
+            timestamp = max((self.commit_time(p) for p in parents), default=0)
+        self.tree_entries(tree)  # the tree must exist, as commit-tree checks
+        data = commit_object(tree, parents, identity.name, identity.email, timestamp, message)
+        sha = self._store(b"commit", data)
+        self._commit_times[sha] = timestamp
+        return sha
 
     # -- objects --------------------------------------------------------------------------
 
-    def read_object(self, sha: str) -> tuple[str, bytes]:
-        if self._gitpython is None:
-            self._gitpython = gitpython.Repo(self.git_dir)
-        try:
-            _, kind, _, data = self._gitpython.git.get_object_data(sha)
-        except (ValueError, gitpython.GitCommandError) as exc:
+    def _reader(self) -> _CatFile:
+        if self._cat_file is None:
+            self._cat_file = _CatFile(self.git_dir)
+        return self._cat_file
+
+    def _load(self, shas: Sequence[str]) -> list[bytes]:
+        found = self._reader().read(shas)
+        missing = [sha for sha, got in zip(shas, found, strict=True) if got is None]
+        if missing:
             raise MissingObject(
-                ["cat-file", "--batch"], 128, f"object {sha} is missing: {exc}"
-            ) from exc
-        return kind.decode() if isinstance(kind, bytes) else str(kind), data
+                ["cat-file", "--batch"], 128, f"objects missing: {', '.join(missing[:5])}"
+            )
+        return [got[2] for got in found if got is not None]
+
+    def read_object(self, sha: str) -> bytes:
+        return self._load([sha])[0]
 
     def read_blob(self, sha: str) -> bytes:
-        return self.read_object(sha)[1]
+        return self.read_object(sha)
 
     def read_blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
-        """Many blobs through the one persistent ``cat-file --batch`` process."""
-        return {sha: self.read_blob(sha) for sha in dict.fromkeys(shas)}
+        """Many blobs in one round trip of the open cat-file."""
+        unique = list(dict.fromkeys(shas))
+        return dict(zip(unique, self._load(unique), strict=True))
+
+    def _note_commit(self, sha: str, data: bytes) -> None:
+        for line in data.split(b"\n"):
+            if line.startswith(b"committer "):
+                self._commit_times[sha] = int(line.rsplit(b" ", 2)[1])
+                return
+            if not line:
+                return
 
     def commit_time(self, commit: Sha) -> int:
-        for line in self.read_object(commit)[1].split(b"\n"):
-            if line.startswith(b"committer "):
-                return int(line.rsplit(b" ", 2)[1])
-            if not line:
-                break
-        return 0
+        if commit not in self._commit_times:
+            self._note_commit(commit, self.read_object(commit))
+        return self._commit_times.get(commit, 0)
 
     def tree_of(self, commit: Sha) -> TreeSha:
-        header = self.read_object(commit)[1].split(b"\n", 1)[0]
-        return TreeSha(header.removeprefix(b"tree ").decode())
+        data = self.read_object(commit)
+        self._note_commit(commit, data)
+        return TreeSha(data.split(b"\n", 1)[0].removeprefix(b"tree ").decode())
 
     def tree_entries(self, tree: str) -> tuple[TreeEntry, ...]:
-        cached = self._trees.get(tree)
-        if cached is None:
-            if len(self._trees) > _TREE_CACHE_LIMIT:
-                self._trees.clear()
-                self._flat.clear()
-            cached = parse_tree(self.read_object(tree)[1])
-            self._trees[tree] = cached
-        return cached
+        return self._trees.entries(tree)
 
     def ls_tree(self, tree: str, prefix: str = "") -> dict[str, Sha]:
         """``{path: blob}`` for the regular files under ``prefix`` (a directory), recursively."""
-        sub = self._subtree(tree, prefix)
+        sub = self._trees.subtree(tree, prefix) if prefix.strip("/") else tree
         if sub is None:
             return {}
         head = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
-        return {head + path: sha for path, sha in self._flatten(sub).items()}
+        return {head + path: Sha(sha) for path, sha in self._trees.flatten(sub).items()}
 
     def blob_at(self, tree: str, path: str) -> Sha | None:
-        parent, _, name = path.rpartition("/")
-        sub = self._subtree(tree, parent)
-        if sub is None:
-            return None
-        raw = _encode_path(name)
-        for mode, entry, sha in self.tree_entries(sub):
-            if entry == raw and mode in REGULAR_FILE_MODES:
-                return Sha(sha)
-        return None
+        found = self._trees.blob_at(tree, path)
+        return Sha(found) if found else None
 
-    def changed_paths(self, a: str, b: str, prefix: str = "") -> set[str]:
-        """Paths whose blob differs between two trees (added, removed or modified); a tree
-        SHA of ``""`` is the empty tree."""
-        if a == b:
-            return set()
-        left = {name: (mode, sha) for mode, name, sha in self.tree_entries(a)} if a else {}
-        right = {name: (mode, sha) for mode, name, sha in self.tree_entries(b)} if b else {}
-        changed: set[str] = set()
-        for name in left.keys() | right.keys():
-            old, new = left.get(name), right.get(name)
-            if old == new:
-                continue
-            path = prefix + _decode_path(name)
-            sides = [side for side in (old, new) if side is not None]
-            if any(mode == TREE_MODE for mode, _ in sides):
-                old_tree = old[1] if old and old[0] == TREE_MODE else ""
-                new_tree = new[1] if new and new[0] == TREE_MODE else ""
-                changed |= self.changed_paths(old_tree, new_tree, path + "/")
-            if any(mode != TREE_MODE for mode, _ in sides):
-                changed.add(path)
-        return changed
+    def subtree(self, tree: str, directory: str) -> str | None:
+        """The SHA of ``directory``'s tree inside ``tree``, or None when there is none."""
+        return self._trees.subtree(tree, directory)
+
+    def changed_paths(self, a: str, b: str, under: str = "") -> set[str]:
+        """Paths under the directory ``under`` whose blob differs between two trees (added,
+        removed or modified). Equal subtrees are skipped by SHA, so the cost follows the change,
+        not the tree."""
+        top = under.strip("/")
+        left, right = (self._trees.subtree(t, top) or "" for t in (a, b))
+        return self._trees.changed(left, right, f"{top}/" if top else "")
 
     def write_blob(self, data: bytes) -> Sha:
         return self._store(b"blob", data)
@@ -463,83 +415,35 @@ class GitRepository:
         """A new tree: ``tree`` with each path's content replaced (``None`` removes the path).
         Only the trees above the changed paths are rewritten."""
         blobs = {
-            path: (None if data is None else self.write_blob(data)) for path, data in files.items()
+            path: None if data is None else self.write_blob(data) for path, data in files.items()
         }
-        return TreeSha(self._rewrite(tree, blobs))
-
-    def _rewrite(self, tree: str, blobs: Mapping[str, Sha | None]) -> str:
-        entries = {
-            name: (mode, sha) for mode, name, sha in (self.tree_entries(tree) if tree else ())
-        }
-        below: dict[bytes, dict[str, Sha | None]] = {}
-        for path, blob in blobs.items():
-            first, _, rest = path.partition("/")
-            if rest:
-                below.setdefault(_encode_path(first), {})[rest] = blob
-            elif blob is None:
-                entries.pop(_encode_path(first), None)
-            else:
-                mode = entries.get(_encode_path(first), (b"100644", ""))[0]
-                entries[_encode_path(first)] = (
-                    mode if mode in REGULAR_FILE_MODES else b"100644",
-                    blob,
-                )
-        for name, sub_blobs in below.items():
-            mode, sha = entries.get(name, (TREE_MODE, ""))
-            new_sub = self._rewrite(sha if mode == TREE_MODE else "", sub_blobs)
-            if self.tree_entries(new_sub):
-                entries[name] = (TREE_MODE, new_sub)
-            else:
-                entries.pop(name, None)
-        return self._store(b"tree", serialize_tree([(m, n, s) for n, (m, s) in entries.items()]))
+        return TreeSha(self._trees.rewrite(tree, blobs))
 
     def _store(self, kind: bytes, data: bytes) -> Sha:
         stored = self._objects.store(IStream(kind, len(data), io.BytesIO(data)))
-        sha = Sha(stored.hexsha.decode() if isinstance(stored.hexsha, bytes) else stored.hexsha)
-        if kind == b"tree":
-            self._trees[sha] = parse_tree(data)
-        return sha
-
-    def _subtree(self, tree: str, directory: str) -> str | None:
-        current = tree
-        for part in [p for p in directory.split("/") if p]:
-            raw = _encode_path(part)
-            found = [
-                sha
-                for mode, name, sha in self.tree_entries(current)
-                if name == raw and mode == TREE_MODE
-            ]
-            if not found:
-                return None
-            current = found[0]
-        return current
-
-    def _flatten(self, tree: str) -> dict[str, Sha]:
-        cached = self._flat.get(tree)
-        if cached is not None:
-            return cached
-        flat: dict[str, Sha] = {}
-        for mode, name, sha in self.tree_entries(tree):
-            path = _decode_path(name)
-            if mode == TREE_MODE:
-                flat.update({f"{path}/{sub}": blob for sub, blob in self._flatten(sha).items()})
-            elif mode in REGULAR_FILE_MODES:
-                flat[path] = Sha(sha)
-        self._flat[tree] = flat
-        return flat
+        hexsha = stored.hexsha
+        return Sha(hexsha.decode() if isinstance(hexsha, bytes) else hexsha)
 
     # -- worktrees --------------------------------------------------------------------------
 
     @contextmanager
     def sparse_worktree(self, commit: Sha, directories: Sequence[str]) -> Iterator[Path]:
-        """A temporary worktree of ``commit`` holding only ``directories`` (cone mode, so the
-        top-level files come too), for running a repository's own tool; removed afterwards."""
+        """A temporary worktree of ``commit`` holding only ``directories``, for running a
+        repository's own tool; removed afterwards. Sparse checkout is switched on for this one
+        command (``-c``) with the patterns in the worktree's own git dir, because ``git
+        sparse-checkout`` would move ``core.bare`` out of the mirror's shared config."""
         holder = Path(tempfile.mkdtemp(prefix="stackbot-worktree-"))
         path = holder / "tree"
         self.git("worktree", "add", "--no-checkout", "--detach", str(path), commit)
         try:
-            _run_git(path, ["sparse-checkout", "set", "--cone", *directories])
-            _run_git(path, ["checkout", "--quiet", "--detach", commit])
+            private = Path(
+                _run_git(path, ["rev-parse", "--absolute-git-dir"]).stdout.decode().strip()
+            )
+            (private / "info").mkdir(exist_ok=True)
+            patterns = "".join(f"/{d.strip('/')}/\n" for d in directories)
+            (private / "info" / "sparse-checkout").write_text(patterns)
+            sparse = ["-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=false"]
+            _run_git(path, [*sparse, "read-tree", "-mu", "HEAD"])
             yield path
         finally:
             self.git("worktree", "remove", "--force", str(path), ok_codes=(0, 128))
@@ -583,8 +487,7 @@ class GitMirror(GitRepository):
             timeout=self.timeout,
             hint=hint,
         )
-        self._trees.clear()
-        self._flat.clear()
+        self.close()  # the open cat-file may hold the old refs
 
 
 def _git_dir_of(path: Path) -> Path:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from stackbot.adapters.git import GitRepository
+from stackbot.adapters.git_objects import blob_sha
 from stackbot.config import DEFAULT_ALLOWLIST_PATH
 from stackbot.domain.allowlist import (
     Allowlist,
@@ -93,19 +94,52 @@ class TreeAllowlist:
         self.cache: ScanCache = cache if cache is not None else MemoryScanCache()
         self.default_generation = default_generation
         self.progress = progress
+        # Parsed files and their generations by blob: each step of a run reads the file the
+        # step before wrote.
+        self._files: dict[Sha, AllowlistFile] = {}
+        self._generations: dict[Sha, Generation | None] = {}
+        self._last_scan: tuple[str, TreeScan] | None = None  # (scan root's tree, its scan)
 
     def read(self, tree: str) -> AllowlistFile:
         blob = self.repo.blob_at(tree, self.path)
         if blob is None:
             return AllowlistFile(None)
-        try:
-            return AllowlistFile(blob, parse_allowlist(self.repo.read_blob(blob)))
-        except AllowlistFormatError as error:
-            return AllowlistFile(blob, error=str(error))
+        cached = self._files.get(blob)
+        if cached is None:
+            try:
+                cached = AllowlistFile(blob, parse_allowlist(self.repo.read_blob(blob)))
+            except AllowlistFormatError as error:
+                cached = AllowlistFile(blob, error=str(error))
+            self._files[blob] = cached
+        return cached
 
     def scan(self, tree: str, generation: Generation) -> TreeScan:
-        blobs = self.repo.ls_tree(tree, SCAN_ROOT)
-        return scan_tree(blobs, self.repo.read_blob, generation, self.cache, self.progress)
+        """The tree's reads. After the first scan, only the paths that differ from the last
+        scanned tree are looked at (each through the blob cache), so the cost of an integration
+        step follows what the step changed, not the size of megatron/core."""
+        root = self.repo.subtree(tree, SCAN_ROOT) or ""
+        last = self._last_scan
+        if last is None or last[1].generation is not generation:
+            blobs = self.repo.ls_tree(tree, SCAN_ROOT)
+            result = scan_tree(blobs, self.repo.read_blob, generation, self.cache, self.progress)
+        else:
+            result = self._rescan(last[0], root, last[1])
+        self._last_scan = (root, result)
+        return result
+
+    def _rescan(self, old_root: str, new_root: str, old: TreeScan) -> TreeScan:
+        changed = self.repo.changed_paths(old_root, new_root)
+        blobs = {path: self.repo.blob_at(new_root, path) for path in changed}
+        present = {f"{SCAN_ROOT}/{p}": sha for p, sha in blobs.items() if sha is not None}
+        delta = scan_tree(present, self.repo.read_blob, old.generation, self.cache)
+        outcomes = dict(old.outcomes)
+        for path, sha in blobs.items():
+            if sha is None:
+                outcomes.pop(f"{SCAN_ROOT}/{path}", None)
+        outcomes.update(delta.outcomes)  # an edited file keeps its place
+        if len(outcomes) != len(old.outcomes) or any(p not in old.outcomes for p in delta.outcomes):
+            outcomes = dict(sorted(outcomes.items()))  # a file came or went: keep path order
+        return TreeScan(old.generation, outcomes, delta.parsed, len(outcomes) - delta.parsed)
 
     def generation_of(
         self, *files: AllowlistFile, override: Generation | None = None
@@ -114,11 +148,16 @@ class TreeAllowlist:
         default."""
         fallback = override or self.default_generation
         for file in files:
-            if file.allowlist is not None and file.allowlist.allowed:
+            if file.blob is None or file.allowlist is None or not file.allowlist.allowed:
+                continue
+            if file.blob not in self._generations:
                 try:
-                    return detect_generation(file.allowlist, fallback)
+                    self._generations[file.blob] = detect_generation(file.allowlist, fallback)
                 except AllowlistFormatError:
-                    continue
+                    self._generations[file.blob] = None
+            found = self._generations[file.blob]
+            if found is not None:
+                return found
         return fallback
 
     def regenerate_tree(
@@ -167,10 +206,12 @@ class TreeAllowlist:
         )
         regeneration = self._regenerate_sides(ours_file, theirs_file, scan, generation, comment)
         old_blob = self.repo.blob_at(merged, self.path)
-        rewritten = old_blob is None or self.repo.read_blob(old_blob) != regeneration.data
+        written = Sha(blob_sha(regeneration.data))
+        rewritten = old_blob != written
         tree = (
             self.repo.replace_paths(merged, {self.path: regeneration.data}) if rewritten else merged
         )
+        self._files.setdefault(written, AllowlistFile(written, regeneration.allowlist))
         before = ours_file.allowlist or theirs_file.allowlist
         change = AllowlistChange(
             path=self.path,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -125,8 +126,27 @@ def test_commit_tree_is_reproducible(builder: RepoBuilder, mirror_of: MirrorOf) 
     first = mirror.commit_tree(merged.tree, [base, head], "Merge p\n")
     second = mirror.commit_tree(merged.tree, [base, head], "Merge p\n")
     assert first == second
+    # Written in-process, yet the very commit git itself writes for the same input.
+    when = f"@{mirror.commit_time(first)} +0000"
+    env_git = subprocess.run(
+        ["git", "--git-dir", str(mirror.git_dir), "commit-tree", merged.tree, "-p", base, "-p", head, "-F", "-"],
+        input="Merge p\n", capture_output=True, text=True, check=True,
+        env={**os.environ, "GIT_AUTHOR_NAME": "stackbot", "GIT_AUTHOR_EMAIL": "stackbot@users.noreply.localhost",
+             "GIT_COMMITTER_NAME": "stackbot", "GIT_COMMITTER_EMAIL": "stackbot@users.noreply.localhost",
+             "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when},
+    )  # fmt: skip
+    assert env_git.stdout.strip() == first
+    fsck = subprocess.run(
+        ["git", "--git-dir", str(mirror.git_dir), "fsck", "--strict"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
     assert mirror.tree_of(first) == merged.tree
-    assert mirror.commit_time(first) == max(mirror.commit_time(base), mirror.commit_time(head))
+    fresh = GitRepository(mirror.git_dir)  # reads the commit object, not what commit_tree noted
+    assert fresh.commit_time(first) == max(fresh.commit_time(base), fresh.commit_time(head))
+    fresh.close()
 
 
 def test_tree_reads_and_writes_match_git(builder: RepoBuilder, mirror_of: MirrorOf) -> None:
@@ -248,6 +268,11 @@ def test_sparse_worktree_holds_only_the_asked_directories(
         assert (path / "pkg/deep/x.py").read_text() == "x = 1\n"
         assert (path / "tools/list.json").is_file()
         assert not (path / "docs").exists()
+        assert not (path / "old.txt").exists()
         kept = path
     assert not kept.exists()
+    # The mirror is still a bare repository its reader can open afresh.
+    mirror.close()
+    assert mirror.rev_parse("main") == builder.rev("main")
+    assert "bare = true" in (mirror.git_dir / "config").read_text()
     assert "stackbot-worktree" not in builder.git("-C", str(mirror.git_dir), "worktree", "list")

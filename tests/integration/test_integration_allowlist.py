@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from stackbot.adapters.git import GitMirror
+from stackbot.adapters.git import GitMirror, GitRepository
+from stackbot.domain.allowlist import Generation
 from stackbot.domain.integration import (
     AllowlistChange,
     AllowlistReport,
@@ -21,6 +22,7 @@ from stackbot.domain.integration import (
 )
 from stackbot.domain.types import PrNumber
 from stackbot.services.integration import RunRequest, run_integration
+from stackbot.services.tree_allowlist import TreeAllowlist
 from tests.integration.conftest import MirrorOf
 from tests.integration.megatron import ALLOWLIST, CHECKER, CP, DP, PP, TP, allowlist, entry, module
 from tests.integration.repo_builder import RepoBuilder
@@ -349,3 +351,23 @@ def test_repository_checker_mode_agrees_and_disagrees(
     assert report_of(refusing).checker == (
         "repository checker DISAGREES: it rejects (exit 3) the file, stackbot accepts it"
     )
+
+
+def test_incremental_scan_matches_a_full_scan(megatron: RepoBuilder, mirror_of: MirrorOf) -> None:
+    """A run scans each merged tree from the previous one's scan plus what changed; a file
+    added, one removed and one edited must leave it equal to a scan from scratch."""
+    megatron.pr_branch("adds", {"megatron/core/sub/new.py": module({"n": [CP]})})
+    megatron.pr_branch("removes", {B: None})
+    _add_f3(megatron)
+    mirror = mirror_of(megatron)
+    tracker = TreeAllowlist(mirror)
+    request = RunRequest(
+        base_ref="main",
+        prs=[(PrNumber(1), "adds"), (PrNumber(2), "removes"), (PrNumber(3), "add-f3")],
+    )
+    result = run_integration(mirror, request, allowlist=tracker)
+    incremental = tracker.scan(result.final_tree, Generation.SCOPE)
+    fresh = TreeAllowlist(GitRepository(mirror.git_dir)).scan(result.final_tree, Generation.SCOPE)
+    assert incremental.outcomes == fresh.outcomes
+    assert list(incremental.outcomes) == sorted(fresh.outcomes)
+    assert "megatron/core/sub/new.py" in incremental.outcomes and B not in incremental.outcomes
