@@ -8,7 +8,6 @@ duplicate, so GitHub's redeliveries are processed once.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -90,7 +89,7 @@ def _record(
     }
     if engine.dialect.name == "postgresql":
         return _record_in_one_statement(engine, values, enqueue=ignored_because is None)
-    with _sqlite_writer(engine), queue.write_connection(engine) as conn, conn.begin():
+    with queue.sqlite_writer(engine), queue.write_connection(engine) as conn, conn.begin():
         statement = (
             sqlite.insert(WebhookDelivery)
             .values(values)
@@ -102,17 +101,6 @@ def _record(
             return RecordedDelivery(row_id, None)
         task_id = queue.enqueue_row(conn, PROCESS_DELIVERY, {"delivery": row_id})
     return RecordedDelivery(row_id, task_id)
-
-
-_SQLITE_WRITERS: dict[str, threading.Lock] = {}
-
-
-def _sqlite_writer(engine: Engine) -> threading.Lock:
-    """One lock per SQLite file: this process's intake threads take turns here, woken the moment
-    the previous write ends, instead of colliding on SQLite's lock, whose busy handler sleeps
-    up to 100 ms between tries (it set the intake's p99 in benchmarks/bench_webhooks.py)."""
-    key = str(engine.url)
-    return _SQLITE_WRITERS.setdefault(key, threading.Lock())
 
 
 # PostgreSQL records a delivery and queues its task in one statement: one round trip, one

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -43,6 +45,22 @@ class LeaseLost(Exception):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+_SQLITE_WRITERS: dict[str, threading.RLock] = {}
+
+
+def sqlite_writer(engine: Engine) -> AbstractContextManager[Any]:
+    """Serialise this process's writes to one SQLite file (no-op on PostgreSQL).
+
+    Threads that collide on SQLite's own lock wait in its busy handler, which sleeps up to
+    100 ms between tries; threads queued on a Python lock are woken the moment the previous
+    write ends. That difference set the webhook intake's p99 (benchmarks/bench_webhooks.py).
+    Re-entrant, so a write made inside another (a completion's follow-ups) cannot deadlock.
+    """
+    if engine.dialect.name != "sqlite":
+        return nullcontext()
+    return _SQLITE_WRITERS.setdefault(str(engine.url), threading.RLock())
 
 
 def write_connection(engine: Engine) -> Connection:
@@ -153,7 +171,9 @@ def claim(
         )
         .returning(Task)
     )
-    with session_scope(engine, immediate=True) as session:
+    if engine.dialect.name == "sqlite" and not _any_due(engine, due | expired, kinds):
+        return None
+    with sqlite_writer(engine), session_scope(engine, immediate=True) as session:
         task = session.scalars(
             statement, execution_options={"synchronize_session": False}
         ).one_or_none()
@@ -161,6 +181,15 @@ def claim(
             session.flush()
             session.expunge(task)
     return task
+
+
+def _any_due(engine: Engine, condition: Any, kinds: Sequence[str] | None) -> bool:
+    """A read that never blocks a writer (WAL): idle polls need not take SQLite's write lock."""
+    probe = select(col(Task.id)).where(condition).limit(1)
+    if kinds is not None:
+        probe = probe.where(col(Task.kind).in_(list(kinds)))
+    with engine.connect() as conn:
+        return conn.execute(probe).first() is not None
 
 
 def _owned(task_id: int, worker_id: str) -> Any:
@@ -173,7 +202,7 @@ def _owned(task_id: int, worker_id: str) -> Any:
 
 def _update_owned(engine: Engine, task_id: int, worker_id: str, **values: Any) -> bool:
     values.setdefault("updated_at", utcnow())
-    with write_connection(engine) as conn, conn.begin():
+    with sqlite_writer(engine), write_connection(engine) as conn, conn.begin():
         result = conn.execute(update(Task).where(_owned(task_id, worker_id)).values(**values))
         return result.rowcount == 1
 
@@ -201,7 +230,7 @@ def complete(
     tasks, the records the handler finished). False, and nothing written, if the lease was lost.
     """
     now = utcnow()
-    with session_scope(engine, immediate=True) as session:
+    with sqlite_writer(engine), session_scope(engine, immediate=True) as session:
         result = session.execute(
             update(Task)
             .where(_owned(task_id, worker_id))
@@ -291,7 +320,7 @@ def bury(engine: Engine, task: Task, reason: str) -> None:
 def requeue_dead(engine: Engine, task_id: int) -> bool:
     """Give a dead task a fresh set of attempts; False if it is not dead."""
     now = utcnow()
-    with write_connection(engine) as conn, conn.begin():
+    with sqlite_writer(engine), write_connection(engine) as conn, conn.begin():
         result = conn.execute(
             update(Task)
             .where((col(Task.id) == task_id) & (col(Task.status) == DEAD))

@@ -29,7 +29,8 @@ def test_unknown_kind_is_dead_lettered_naming_it(engine: Engine, settings: Setti
     task_id = _enqueue(engine, "no_such_kind")
     Worker(engine, settings, TaskRegistry()).run_until_idle()
     task = queue.get_task(engine, task_id)
-    assert task is not None and task.status == "dead"
+    assert task is not None
+    assert task.status == "dead", (task.status, task.attempts, task.run_after, task.last_error)
     assert "no_such_kind" in (task.last_error or "")
 
 
