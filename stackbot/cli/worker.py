@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
         "--concurrency", type=_positive, default=1, help="worker threads in this process"
     )
     parser.add_argument(
-        "--lease", type=float, default=None, help="lease length in seconds (default: settings)"
+        "--lease", type=_seconds, default=None, help="lease length in seconds (default: settings)"
     )
     parser.add_argument("--once", action="store_true", help="run the tasks that are due, then exit")
     parser.set_defaults(handler=_work)
@@ -42,6 +42,16 @@ def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
     return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def _work(args: argparse.Namespace) -> int:

@@ -135,3 +135,22 @@ def test_bad_task_module_is_exit_2_naming_it(database_url: str, engine: Engine) 
     )
     assert result.returncode == 2
     assert "no.such.module" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--lease", "-1"], "not a positive number of seconds"),
+        (["--lease", "nan"], "not a positive number of seconds"),
+        (["--concurrency", "0"], "not a positive whole number"),
+    ],
+)
+def test_bad_worker_arguments_are_exit_2(args: list[str], message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "stackbot", "worker", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr
