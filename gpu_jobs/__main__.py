@@ -97,7 +97,10 @@ def _run(args: argparse.Namespace) -> int:
         master_port=args.master_port or spec.launcher.master_port,
     )
     run_id = args.run_id or os.environ.get("SLURM_JOB_ID") or spec.job_id
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"out: cannot create {args.out}: {exc.strerror}") from None
     stop = StopFlag()
     stop.install()
     options = RunOptions(

@@ -85,6 +85,7 @@ class SlurmExecutor:
     def poll(self, handle: JobHandle) -> JobState:
         slurm_id = _slurm_id(handle)
         done = self._slurm(["squeue", "-h", "-j", slurm_id, "-o", "%T|%N|%S"])
+        _refuse_silence(done, "squeue")
         line = (
             done.stdout.strip().splitlines()[0]
             if done.returncode == 0 and done.stdout.strip()
@@ -122,6 +123,7 @@ class SlurmExecutor:
         """The job's state once it left the queue: scontrol (kept a while), then sacct."""
         slurm_id = _slurm_id(handle)
         shown = self._slurm(["scontrol", "-o", "show", "job", slurm_id])
+        _refuse_silence(shown, "scontrol")
         if shown.returncode == 0 and "JobState=" in shown.stdout:
             fields = dict(re.findall(r"(\w+)=(\S*)", shown.stdout))
             state = fields.get("JobState", "")
@@ -186,6 +188,14 @@ class SlurmExecutor:
             raise ExecutorError(
                 f"{argv[0]} did not answer within {COMMAND_TIMEOUT_S:.0f}s"
             ) from None
+
+
+def _refuse_silence(done: subprocess.CompletedProcess[str], command: str) -> None:
+    """A controller that does not answer must not make a running job look finished."""
+    if done.returncode != 0 and "Invalid job id" not in done.stderr:
+        raise ExecutorError(
+            f"{command} failed (exit {done.returncode}): {done.stderr.strip()}; is slurmctld up?"
+        )
 
 
 def _slurm_id(handle: JobHandle) -> str:

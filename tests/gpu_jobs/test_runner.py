@@ -144,7 +144,7 @@ def test_one_hung_rank_is_killed_and_named(tmp_path: Path) -> None:
         node_check=False,
         timeout_s=120,
         env=env,
-        launcher={"device": "cpu", "hang_grace_s": 3},
+        launcher={"device": "cpu", "hang_grace_s": 8},
     )
     run_cli("run", str(spec), "--out", str(tmp_path / "out"))
     result = result_of(tmp_path / "out")
@@ -205,3 +205,14 @@ def test_no_existing_target_is_an_error_before_anything_launches(tmp_path: Path)
     assert done.returncode == 1
     assert result.status == "error" and "none of the targets exist" in result.message
     assert result.missing_targets == ("tests/unit_tests/test_amax_reduction_group.py",)
+
+
+def test_merge_collects_a_job_whose_runners_died_before_reporting(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    spec_file(out / "spec.json", job_id="died", targets=["t.py"], checkout=".", shape="2x4")
+    done = run_cli("merge", "--out", str(out))
+    assert done.returncode == 1
+    result = result_of(out)
+    assert result.status == "error" and "node(s) 0-1 wrote no report" in result.message
+    assert run_cli("merge", "--out", str(tmp_path / "nothing")).returncode == 2

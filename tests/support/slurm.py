@@ -132,12 +132,15 @@ def write_config() -> None:
 
 
 def _pid_alive(pid_file: Path) -> int | None:
+    """The daemon's pid if it runs; a pid file left behind, or whose pid now belongs to
+    another program, counts as not running."""
     try:
         pid = int(pid_file.read_text().split()[0])
-        os.kill(pid, 0)
+        command = Path(f"/proc/{pid}/comm").read_text().strip()
     except (OSError, ValueError, IndexError):
         return None
-    return pid
+    daemon = "munged" if pid_file.name.startswith("munged") else pid_file.name.split("-")[0]
+    return pid if command == daemon.removesuffix(".pid") else None
 
 
 def _munge_works() -> bool:
@@ -181,6 +184,7 @@ def start() -> list[str]:
         started.append("munged")
     pids = _daemons()
     if _pid_alive(pids["slurmctld"]) is None:
+        _forget_old_jobs()
         _start(["slurmctld", "-i", "-f", str(conf_path())], "slurmctld")
         started.append("slurmctld")
     for node in NODES:
@@ -190,6 +194,19 @@ def start() -> list[str]:
     wait_idle()
     (SLURM_DIR / "run" / "started.txt").write_text("\n".join(started) + "\n")
     return started
+
+
+def _forget_old_jobs() -> None:
+    """A fresh controller starts with no jobs: an old run's jobs would otherwise be requeued,
+    and job ids restart, so the old completion log (``sacct -c``) is moved aside."""
+    for entry in (SLURM_DIR / "state").iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    jobcomp = SLURM_DIR / "log" / "jobcomp.log"
+    if jobcomp.exists():
+        jobcomp.rename(jobcomp.with_name(f"jobcomp.{int(time.time())}.log"))
 
 
 def node_states() -> dict[str, str]:
