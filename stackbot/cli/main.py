@@ -18,6 +18,7 @@ from stackbot.errors import BadInput
 
 # Modules under stackbot.cli, in the order their commands appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
+    "demo",
     "db",
     "integrate",
     "allowlist",

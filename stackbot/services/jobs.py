@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -305,6 +306,7 @@ def _submit_one(
         _fail(engine, job.id, "error", f"test set {job.test_set!r} is no longer configured")
         return True
     out_dir = _fresh_out_dir(settings.jobs_dir, job.id)
+    created = not out_dir.exists()
     try:
         spec = test_set.job_spec(
             job_id=f"stackbot-job-{job.id}",
@@ -314,6 +316,8 @@ def _submit_one(
         )
         handle = executor.submit(spec, out_dir)
     except PoolBusy:
+        if created:  # the executor wrote the spec before finding no room: try again later
+            shutil.rmtree(out_dir, ignore_errors=True)
         return False
     except ContractError as error:
         _fail(engine, job.id, "error", f"bad job: {error}")

@@ -343,7 +343,7 @@ def handle_poll_jobs(ctx: TaskContext) -> None:
             payload, dedupe = report_follow_up(repo, numbers)
             ctx.enqueue(REPORT, payload, dedupe_key=dedupe)
     if advance.unfinished:
-        delay = ctx.settings.slurm.poll_interval_s if ctx.settings.executor == "slurm" else 1.0
+        delay = ctx.settings.slurm.poll_interval_s if ctx.settings.executor == "slurm" else 2.0
 
         def poll_again(session: Session) -> None:
             run_after = utcnow() + timedelta(seconds=delay)

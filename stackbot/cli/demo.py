@@ -1,0 +1,54 @@
+"""``stackbot demo [--once]``: the whole pipeline offline on this machine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from stackbot.cli.serve import _port
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the whole pipeline offline: GitHub stand-in, a stacked series, real jobs",
+        description=(
+            "Starts a local GitHub stand-in and stackbot (SQLite, embedded worker, local "
+            "executor), creates a Megatron-like repository with the stacked series "
+            "#8034 → #8035 → #8748 of tracking issue #6307, a conflicting PR and a superseded "
+            "one, vets it, runs the GPU test sets with torchrun (CPU ranks with gloo when there "
+            "is no GPU), and posts the results back. Prints each PR's sticky comment and the "
+            "dashboard URL."
+        ),
+    )
+    parser.add_argument("--once", action="store_true", help="exit when every report is posted")
+    parser.add_argument("--port", type=_port, default=8000, help="dashboard port (default 8000)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where the demo keeps its repositories and database (default: a new temp dir)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="give up after this many seconds"
+    )
+    parser.set_defaults(handler=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from stackbot.demo.runner import run_demo
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="stackbot-demo-"))
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        print(f"[demo {time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    result = run_demo(
+        workdir=workdir, port=args.port, once=args.once, timeout_s=args.timeout, say=say
+    )
+    return 0 if result.ok else 1

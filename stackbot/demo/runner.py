@@ -1,0 +1,223 @@
+"""``stackbot demo``: the whole pipeline offline on this machine.
+
+Starts the GitHub stand-in and stackbot (SQLite, one embedded worker, the local executor),
+installs stackbot as a GitHub App on the stand-in, plays :mod:`stackbot.demo.scenario`, waits
+until every report is posted (the GPU jobs really run: torchrun on CPU with gloo, or on the
+host's GPUs), prints each PR's sticky comment and the dashboard URL, and keeps serving until
+interrupted (``--once``: exits 0 when every report is posted, non-zero with the reason if not).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from sqlmodel import Session, select
+
+from stackbot.config import Settings, load_settings
+from stackbot.db import migrate
+from stackbot.db.models import Job, Task
+from stackbot.demo import scenario
+from stackbot.standin import StandinServer
+from stackbot.web.app import create_app
+
+APP_ID = 4242
+FINISHED_JOBS = ("passed", "failed", "error", "timeout", "infra", "cancelled")
+Say = Callable[[str], None]
+
+
+@dataclass
+class DemoResult:
+    ok: bool
+    reason: str = ""
+    comments: dict[int, str] = field(default_factory=dict)
+    dashboard: str = ""
+    elapsed_s: float = 0.0
+
+
+class DemoStack:
+    """The stand-in and stackbot, running in this process."""
+
+    def __init__(self, workdir: Path, port: int, say: Say) -> None:
+        self.workdir = workdir
+        self.port = port
+        self.say = say
+        self.github = StandinServer(workdir / "github")
+        self.settings: Settings | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Settings:
+        self.github.start()
+        self.say(f"GitHub stand-in on {self.github.url}")
+        key_path = self._app_key()
+        secret = secrets.token_hex(32)
+        settings = load_settings(
+            data_dir=self.workdir / "stackbot",
+            database_url=None,
+            webhook_secret=secret,
+            github_api_url=self.github.url,
+            github_app_id=APP_ID,
+            github_private_key_path=key_path,
+            github_token=None,
+            repo=scenario.REPO,
+            public_url=f"http://127.0.0.1:{self.port}",
+            executor="local",
+            vetting={"vetters": [], "trusted_authors": [scenario.TRUSTED], "trusted_orgs": []},
+        )
+        settings.ensure_dirs()
+        migrate.upgrade(settings.effective_database_url)
+        app = create_app(settings, worker=True)
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="stackbot-serve", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"stackbot did not start on port {self.port}: is it in use? try --port"
+                )
+            time.sleep(0.05)
+        self.github.control.configure_webhook(
+            f"http://127.0.0.1:{self.port}/webhooks/github", secret
+        )
+        self.settings = settings
+        self.say(f"stackbot on http://127.0.0.1:{self.port} (SQLite in {settings.data_dir})")
+        return settings
+
+    def _app_key(self) -> Path:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        public = key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        path = self.workdir / "stackbot-app.pem"
+        path.write_bytes(pem)
+        path.chmod(0o600)
+        control = self.github.control
+        control.add_org("NVIDIA")
+        control.register_app(public_key_pem=public.decode(), owner="NVIDIA", app_id=APP_ID)
+        control.install_app(APP_ID, "NVIDIA")
+        return path
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+        self.github.stop()
+
+
+def run_demo(*, workdir: Path, port: int, once: bool, timeout_s: float, say: Say) -> DemoResult:
+    started = time.monotonic()
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    stack = DemoStack(workdir, port, say)
+    try:
+        settings = stack.start()
+        play = scenario.DemoScenario(stack.github.control, say)
+        play.setup()
+        play.branch_before_main_moves()
+        play.merge_superseding_change()
+        heads = play.open_series()
+        play.vet(heads)
+        result = wait_until_reported(stack, settings, timeout_s=timeout_s, say=say)
+        result.elapsed_s = time.monotonic() - started
+        result.dashboard = f"http://127.0.0.1:{port}/series/{scenario.SERIES_KEY.strip('#')}"
+        print_result(result, say)
+        if not once and result.ok:
+            say("serving until interrupted (Ctrl-C)")
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                say("stopping")
+        return result
+    finally:
+        stack.stop()
+
+
+def wait_until_reported(
+    stack: DemoStack, settings: Settings, *, timeout_s: float, say: Say
+) -> DemoResult:
+    """Wait until the queue is idle, every job has finished and every PR has its report."""
+    from stackbot.db.engine import make_engine
+
+    engine = make_engine(settings.effective_database_url)
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    try:
+        while True:
+            with Session(engine) as session:
+                tasks = session.exec(select(Task.status, Task.kind)).all()
+                jobs = session.exec(select(Job.status)).all()
+                dead = session.exec(select(Task).where(Task.status == "dead")).all()
+            busy = [kind for status, kind in tasks if status in ("pending", "running")]
+            done_jobs = sum(1 for status in jobs if status in FINISHED_JOBS)
+            line = f"tasks busy {len(busy)}, jobs {done_jobs}/{len(jobs)} finished"
+            if line != last:
+                say(line)
+                last = line
+            if dead:
+                reasons = "; ".join(
+                    f"{t.kind}: {(t.last_error or '').strip().splitlines()[-1:]}" for t in dead
+                )
+                return DemoResult(False, f"{len(dead)} task(s) failed for good: {reasons}")
+            if not busy and jobs and done_jobs == len(jobs):
+                comments = sticky_comments(stack)
+                missing = [n for n in scenario.REPORTED_PRS if n not in comments]
+                if not missing:
+                    problems = [n for n in jobs if n in ("infra", "error", "timeout")]
+                    ok = not problems
+                    reason = (
+                        ""
+                        if ok
+                        else f"{len(problems)} job(s) ended {', '.join(sorted(set(problems)))}"
+                    )
+                    return DemoResult(ok, reason, comments)
+            if time.monotonic() > deadline:
+                return DemoResult(
+                    False, f"not every report was posted within {timeout_s:.0f} s ({line})"
+                )
+            time.sleep(1.0)
+    finally:
+        engine.dispose()
+
+
+def sticky_comments(stack: DemoStack) -> dict[int, str]:
+    found = {}
+    control = stack.github.control
+    for number in scenario.REPORTED_PRS:
+        for comment in control.comments(scenario.REPO, number):
+            if "<!-- stackbot:report" in comment.body:
+                found[number] = comment.body
+    return found
+
+
+def print_result(result: DemoResult, say: Say) -> None:
+    for number, body in sorted(result.comments.items()):
+        sys.stdout.write(f"\n──── sticky comment on #{number} " + "─" * 40 + "\n")
+        sys.stdout.write(body.rstrip() + "\n")
+    sys.stdout.write("\n")
+    if result.ok:
+        say(f"every report is posted ({result.elapsed_s:.0f} s). Dashboard: {result.dashboard}")
+    else:
+        say(f"demo did not finish: {result.reason}")
+    sys.stdout.flush()
