@@ -420,6 +420,9 @@ class GitRepository:
         return TreeSha(self._trees.rewrite(tree, blobs))
 
     def _store(self, kind: bytes, data: bytes) -> Sha:
+        sha = hashlib.sha1(kind + b" %d\0" % len(data) + data).hexdigest()
+        if (self.git_dir / "objects" / sha[:2] / sha[2:]).is_file():
+            return Sha(sha)  # a re-run writes the same objects again: keep the ones there
         stored = self._objects.store(IStream(kind, len(data), io.BytesIO(data)))
         hexsha = stored.hexsha
         return Sha(hexsha.decode() if isinstance(hexsha, bytes) else hexsha)

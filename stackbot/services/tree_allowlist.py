@@ -36,6 +36,7 @@ from stackbot.domain.allowlist import (
 )
 from stackbot.domain.integration import AllowlistChange, AllowlistReport
 from stackbot.domain.types import Sha, TreeSha
+from stackbot.services.allowlist_delta import regenerate_by_file
 
 CHECKER_PATH = "tools/check_process_group_usage.py"
 SCAN_ROOT = "megatron/core"
@@ -234,7 +235,7 @@ class TreeAllowlist:
     ) -> Regeneration:
         sides = [ours.allowlist, theirs.allowlist]
         try:
-            regeneration = regenerate(
+            regeneration = regenerate_by_file(
                 ours=sides[0], theirs=sides[1], tree=scan, generation=generation, comment=comment
             )
         except AllowlistFormatError:
