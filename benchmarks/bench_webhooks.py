@@ -62,6 +62,7 @@ class Phase:
     p99_ms: float
     max_ms: float
     generator_cpu: float  # the load generator's CPU seconds per wall second (1.0 = one core)
+    server_cpu_ms: float  # the server process's CPU time per request
 
 
 # -- requests -----------------------------------------------------------------------------------
@@ -140,10 +141,20 @@ async def _drive(
     return latencies, statuses, time.perf_counter() - started
 
 
-def run_phase(name: str, port: int, requests: list[bytes], concurrency: int, rate: float) -> Phase:
-    cpu_before = time.process_time()
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_phase(
+    name: str, server: tuple[int, int], requests: list[bytes], concurrency: int, rate: float
+) -> Phase:
+    port, pid = server
+    cpu_before, server_before = time.process_time(), process_cpu_s(pid)
     latencies, statuses, seconds = asyncio.run(_drive(port, requests, concurrency, rate))
     cpu = time.process_time() - cpu_before
+    server_cpu = process_cpu_s(pid) - server_before
     ordered = sorted(latencies)
 
     def percentile(p: float) -> float:
@@ -159,6 +170,7 @@ def run_phase(name: str, port: int, requests: list[bytes], concurrency: int, rat
         p99_ms=round(percentile(0.99), 2),
         max_ms=round(ordered[-1] * 1000, 2),
         generator_cpu=round(cpu / seconds, 2),
+        server_cpu_ms=round(server_cpu / len(requests) * 1000, 2),
     )
 
 
@@ -172,7 +184,7 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serving(database_url: str, data_dir: Path) -> Iterator[int]:
+def serving(database_url: str, data_dir: Path) -> Iterator[tuple[int, int]]:
     port = _free_port()
     env = dict(
         os.environ,
@@ -201,7 +213,7 @@ def serving(database_url: str, data_dir: Path) -> Iterator[int]:
                         f"stackbot serve did not start:\n{(data_dir / 'serve.log').read_text()}"
                     ) from None
                 time.sleep(0.1)
-        yield port
+        yield port, server.pid
     finally:
         server.terminate()
         server.wait(30)
@@ -238,9 +250,10 @@ def bench_database(kind: str, n: int, concurrency: int, rate: float) -> dict[str
         database(kind, Path(tmp)) as url,
     ):
         migrate.upgrade(url)
-        with serving(url, Path(tmp)) as port:
+        with serving(url, Path(tmp)) as server:
+            port = server[0]
             print(f"[{kind}] stackbot serve on port {port}; warming up", flush=True)
-            run_phase("warm-up", port, health_checks(200, port), concurrency, 0)
+            run_phase("warm-up", server, health_checks(200, port), concurrency, 0)
             phases = []
             for name, requests, phase_rate in (
                 ("baseline /healthz", health_checks(n, port), rate),
@@ -248,7 +261,7 @@ def bench_database(kind: str, n: int, concurrency: int, rate: float) -> dict[str
                 ("deliveries flat out", deliveries(n, port, 200_000), 0),
             ):
                 print(f"[{kind}] {name}: {n} requests, concurrency {concurrency}", flush=True)
-                phases.append(run_phase(name, port, requests, concurrency, phase_rate))
+                phases.append(run_phase(name, server, requests, concurrency, phase_rate))
             counts = count_rows(url)
     sent = 2 * n
     load = os.getloadavg()[0]
@@ -278,7 +291,7 @@ def report(result: dict[str, object], rate: float) -> None:
     for phase in result["phases"]:  # type: ignore[attr-defined]
         print(
             f"{phase['name']:22} {phase['per_second']:>8} {phase['p50_ms']:>8} {phase['p99_ms']:>8} "
-            f"{phase['max_ms']:>8} {phase['generator_cpu']:>8}  {phase['statuses']}"
+            f"{phase['max_ms']:>8} {phase['generator_cpu']:>8} {phase['server_cpu_ms']:>10}  {phase['statuses']}"
         )
     print(f"counts: {result['counts']}; none lost: {result['none_lost']}")
     paced = result["phases"][1]  # type: ignore[index]
