@@ -152,9 +152,13 @@ class Worker:
             self._fail(task, error, label, elapsed)
 
     def _complete(self, ctx: TaskContext, label: str, elapsed: float, *, lease_lost: bool) -> None:
-        done = not lease_lost and queue.complete(
-            self.engine, ctx.task_id, self.worker_id, in_same_transaction=ctx.write_completion
-        )
+        try:
+            done = not lease_lost and queue.complete(
+                self.engine, ctx.task_id, self.worker_id, in_same_transaction=ctx.write_completion
+            )
+        except Exception as error:  # what the handler left to write failed: nothing was written
+            self._fail(ctx.task, error, label, elapsed)
+            return
         if done:
             log.info("%s done in %.2fs", label, elapsed)
         else:

@@ -114,3 +114,24 @@ def test_run_forever_stops_when_asked(engine: Engine, settings: Settings, tmp_pa
     thread.join(5)
     assert not thread.is_alive()
     assert ran == [task_id]
+
+
+def test_a_failing_completion_write_fails_the_task_and_writes_nothing(
+    engine: Engine, settings: Settings
+) -> None:
+    registry = TaskRegistry()
+
+    def broken_finisher(_session: object) -> None:
+        raise RuntimeError("the report row cannot be written")
+
+    @registry.handler("k")
+    def handler(ctx: TaskContext) -> None:
+        ctx.enqueue("child", {})
+        ctx.on_completion(broken_finisher)
+
+    task_id = _enqueue(engine, "k")
+    Worker(engine, settings, registry).run_one()
+    task = queue.get_task(engine, task_id)
+    assert task is not None and (task.status, task.attempts) == ("pending", 1)
+    assert task.last_error == "RuntimeError: the report row cannot be written"
+    assert [t.kind for t in queue.list_tasks(engine)] == ["k"]  # the follow-up was rolled back
