@@ -44,12 +44,12 @@ def test_pull_rows_round_trip_and_keep_their_head_history(engine: Engine) -> Non
         assert row.head_history == ["b" * 40, "a" * 40]
         store.save_pull(session, repo_id=repo.id, record=first)
     with session_scope(engine) as session:
-        repo = store.get_repository(session, full_name=REPO)
-        assert repo is not None and repo.id is not None
-        row = store.get_pull(session, repo_id=repo.id, number=8035)
-        assert row is not None
-        assert store.pr_record(row) == first
-        assert row.head_history == ["b" * 40, "d" * 40]
+        found = store.get_repository(session, full_name=REPO)
+        assert found is not None and found.id is not None
+        stored = store.get_pull(session, repo_id=found.id, number=8035)
+        assert stored is not None
+        assert store.pr_record(stored) == first
+        assert stored.head_history == ["b" * 40, "d" * 40]
 
 
 def test_the_graph_is_replaced_and_series_rows_survive(engine: Engine) -> None:
