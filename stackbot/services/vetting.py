@@ -164,16 +164,18 @@ def ok_to_test(
                 comment_id=request.comment_id,
             )
     outcome = CommandOutcome(reply=decision.reply, approved_sha=decision.sha)
-    if decision.accepted or synced.changed:  # the sticky comment shows the approval
-        payload, dedupe = report_follow_up(request.repo, synced.related)
-        outcome.follow_ups.append((REPORT, payload, dedupe))
-    if decision.accepted or synced.changed:
-        why = f"#{request.number} changed"
-        if decision.sha:
-            why = f"{request.author} approved {decision.sha[:7]} of #{request.number}"
-        for key in synced.series_keys or (None,):
-            payload, dedupe = integrate_follow_up(request.repo, key, request.number, why)
-            outcome.follow_ups.append(("integrate", payload, dedupe))
+    if not (decision.accepted or synced.changed):
+        return outcome
+    # Queued again for a repeated approval too: a redo after a crash between storing the
+    # approval and completing this task must still ask for the integration (dedupe collapses).
+    why = f"#{request.number} changed"
+    if decision.sha:
+        why = f"{request.author} approved {decision.sha[:7]} of #{request.number}"
+    for key in synced.series_keys or (None,):
+        payload, dedupe = integrate_follow_up(request.repo, key, request.number, why)
+        outcome.follow_ups.append(("integrate", payload, dedupe))
+    payload, dedupe = report_follow_up(request.repo, synced.related)  # the sticky shows it
+    outcome.follow_ups.append((REPORT, payload, dedupe))
     return outcome
 
 
