@@ -112,6 +112,10 @@ class Settings(BaseSettings):
     allowlist_checker_command: str | None = None
     # TOML file with test sets; None means gpu_jobs' built-in test sets.
     test_sets_file: Path | None = None
+    # Run gpu_jobs' node-check (a subgroup all-reduce and an FP8 cast) before each job's tests,
+    # which tells infrastructure failures (status infra) from test failures. It costs one more
+    # torchrun launch per job.
+    job_node_check: bool = True
     # Test sets run for every series unless the series config says otherwise.
     default_test_sets: list[str] = Field(default_factory=lambda: ["amax-group", "blockwise-recipe"])
     # Remote branch prefix integration commits are pushed to (None: keep them local).

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import socket
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from cryptography.hazmat.primitives import serialization
@@ -45,56 +47,73 @@ class DemoResult:
 
 
 class DemoStack:
-    """The stand-in and stackbot, running in this process."""
+    """The GitHub stand-in and stackbot (app + embedded worker), running in this process.
 
-    def __init__(self, workdir: Path, port: int, say: Say) -> None:
+    Also what the end-to-end tests start: ``overrides`` change the settings, ``port=0`` takes a
+    free port."""
+
+    def __init__(
+        self, workdir: Path, port: int, say: Say, overrides: dict[str, Any] | None = None
+    ) -> None:
         self.workdir = workdir
         self.port = port
         self.say = say
+        self.overrides = overrides or {}
         self.github = StandinServer(workdir / "github")
         self.settings: Settings | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Settings:
         self.github.start()
         self.say(f"GitHub stand-in on {self.github.url}")
         key_path = self._app_key()
         secret = secrets.token_hex(32)
-        settings = load_settings(
-            data_dir=self.workdir / "stackbot",
-            database_url=None,
-            webhook_secret=secret,
-            github_api_url=self.github.url,
-            github_app_id=APP_ID,
-            github_private_key_path=key_path,
-            github_token=None,
-            repo=scenario.REPO,
-            public_url=f"http://127.0.0.1:{self.port}",
-            executor="local",
-            vetting={"vetters": [], "trusted_authors": [scenario.TRUSTED], "trusted_orgs": []},
-        )
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", self.port))
+        except OSError as error:
+            raise RuntimeError(
+                f"port {self.port} is taken ({error.strerror}): pass another with --port"
+            ) from None
+        self.port = sock.getsockname()[1]
+        options: dict[str, Any] = {
+            "data_dir": self.workdir / "stackbot",
+            "database_url": None,
+            "webhook_secret": secret,
+            "github_api_url": self.github.url,
+            "github_app_id": APP_ID,
+            "github_private_key_path": key_path,
+            "github_token": None,
+            "repo": scenario.REPO,
+            "public_url": self.url,
+            "executor": "local",
+            "vetting": {"vetters": [], "trusted_authors": [scenario.TRUSTED], "trusted_orgs": []},
+        }
+        options.update(self.overrides)
+        settings = load_settings(**options)
         settings.ensure_dirs()
         migrate.upgrade(settings.effective_database_url)
         app = create_app(settings, worker=True)
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False
-        )
+        config = uvicorn.Config(app, log_level="warning", access_log=False)
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="stackbot-serve", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name="stackbot-serve", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"stackbot did not start on port {self.port}: is it in use? try --port"
-                )
+                raise RuntimeError(f"stackbot did not start on {self.url}")
             time.sleep(0.05)
-        self.github.control.configure_webhook(
-            f"http://127.0.0.1:{self.port}/webhooks/github", secret
-        )
+        self.github.control.configure_webhook(f"{self.url}/webhooks/github", secret)
         self.settings = settings
-        self.say(f"stackbot on http://127.0.0.1:{self.port} (SQLite in {settings.data_dir})")
+        self.say(f"stackbot on {self.url} (SQLite in {settings.data_dir})")
         return settings
 
     def _app_key(self) -> Path:
@@ -107,11 +126,12 @@ class DemoStack:
         public = key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
+        self.workdir.mkdir(parents=True, exist_ok=True)
         path = self.workdir / "stackbot-app.pem"
         path.write_bytes(pem)
         path.chmod(0o600)
         control = self.github.control
-        control.add_org("NVIDIA")
+        control.add_org(scenario.REPO.split("/")[0])
         control.register_app(public_key_pem=public.decode(), owner="NVIDIA", app_id=APP_ID)
         control.install_app(APP_ID, "NVIDIA")
         return path
@@ -140,7 +160,7 @@ def run_demo(*, workdir: Path, port: int, once: bool, timeout_s: float, say: Say
         play.vet(heads)
         result = wait_until_reported(stack, settings, timeout_s=timeout_s, say=say)
         result.elapsed_s = time.monotonic() - started
-        result.dashboard = f"http://127.0.0.1:{port}/series/{scenario.SERIES_KEY.strip('#')}"
+        result.dashboard = f"{stack.url}/series/{scenario.SERIES_KEY.strip('#')}"
         print_result(result, say)
         if not once and result.ok:
             say("serving until interrupted (Ctrl-C)")

@@ -313,6 +313,7 @@ def _submit_one(
             shape=job.shape,
             repo_url=repo_url_of.get(job.repo_id),
             commit=job.commit_sha,
+            node_check=settings.job_node_check,
         )
         handle = executor.submit(spec, out_dir)
     except PoolBusy:

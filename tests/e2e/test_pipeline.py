@@ -1,0 +1,129 @@
+"""The pipeline end to end on the GitHub stand-in with real integrations and real torchrun jobs:
+events → sync → integrations → jobs → comparison with main → sticky comments and check runs;
+result reuse; a parent's new head; a push to main; approvals that hold for one commit only."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.e2e.harness import REPO, World, running_world
+
+pytestmark = pytest.mark.torchrun
+
+FEATURE_TEST = (
+    "def test_feature():\n    from pkg.feature import feature\n    assert feature() == 'on'\n"
+)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    with running_world(tmp_path_factory.mktemp("e2e")) as running:
+        yield running  # type: ignore[misc]
+
+
+def _originals(world: World) -> Counter[tuple[str, str]]:
+    return Counter(
+        (j.tree_sha, j.config_hash) for j in world.jobs() if j.reused_from_job_id is None
+    )
+
+
+def test_a_stack_is_integrated_tested_against_main_and_reported(world: World) -> None:
+    c = world.control
+    c.open_pull(
+        REPO,
+        author="alice",
+        head="feature",
+        title="Add a feature",
+        body="Part of #100.",
+        number=11,
+        files={
+            "pkg/feature.py": "def feature():\n    return 'on'\n",
+            "tests/test_feature.py": FEATURE_TEST,
+        },
+    )
+    c.open_pull(
+        REPO,
+        author="carol",
+        head="follow-up",
+        base="main",
+        title="Use the feature",
+        number=12,
+        body="Depends on #11.\n\nPart of #100.",
+        files={
+            "pkg/feature.py": "def feature():\n    return 'on'\n",
+            "tests/test_feature.py": FEATURE_TEST,
+            "pkg/core.py": "def value():\n    return 2\n",
+        },
+    )
+    world.settle()
+    # carol is no vetter and not trusted: #12 waits; #11 (alice, trusted) is tested.
+    _, body12 = world.sticky(12)
+    assert "waiting for a vetter" in body12
+    _, body11 = world.sticky(11)
+    assert "quick 1x2" in body11
+    assert "3 passed" in body11 and "main: 2 passed" in body11, body11
+    assert "not on main" in body11  # test_feature.py is new
+    head11 = c.pull(REPO, 11).head_sha
+    runs = [r for r in c.check_runs(REPO, head11) if "quick 1x2" in r.name]
+    assert runs and all(r.status == "completed" and r.conclusion == "success" for r in runs)
+
+    head12 = c.pull(REPO, 12).head_sha
+    c.comment(REPO, 12, "bob", f"/ok to test {head12[:7]}")
+    world.settle()
+    _, body12 = world.sticky(12)
+    assert "approved by @bob" in body12
+    assert "3 passed" in body12
+    # every tree is tested once: the series tree (#11 + #12) is #12's stack tree, reused
+    assert max(_originals(world).values()) == 1
+    assert "reused from run" in body12
+
+
+def test_a_parents_new_head_reintegrates_its_children(world: World) -> None:
+    c = world.control
+    comment_id, before = world.sticky(12)
+    jobs_before = len(world.jobs())
+    c.commit(
+        REPO,
+        "feature",
+        {"pkg/feature.py": "def feature():\n    return 'on'  # v2\n"},
+        message="Tidy the feature",
+        author="alice",
+    )
+    world.settle()
+    after_id, after = world.sticky(12)
+    assert after_id == comment_id  # edited in place, never a second comment
+    assert after != before
+    new_head11 = c.pull(REPO, 11).head_sha
+    assert new_head11[:7] in world.sticky(11)[1]
+    assert len(world.jobs()) > jobs_before  # #11's and #12's new trees were tested
+    assert max(_originals(world).values()) == 1
+
+
+def test_a_push_to_main_reintegrates_and_tests_the_new_base(world: World) -> None:
+    c = world.control
+    baselines_before = {j.commit_sha for j in world.jobs() if j.kind == "baseline"}
+    main = c.commit(REPO, "main", {"README.md": "# moved\n"}, message="Move main", author="bob")
+    world.settle()
+    baselines = {j.commit_sha for j in world.jobs() if j.kind == "baseline"}
+    assert main in baselines - baselines_before
+    assert main[:7] in world.sticky(11)[1]
+
+
+def test_an_approval_holds_for_one_commit_only(world: World) -> None:
+    c = world.control
+    old_head = c.pull(REPO, 12).head_sha
+    # carol amends her commit message only: a new head with the same tree
+    c.commit(REPO, "follow-up", {}, message="Use the feature (reworded)", author="carol")
+    world.settle()
+    body = world.sticky(12)[1]
+    assert "waiting for a vetter" in body
+    new_head = c.pull(REPO, 12).head_sha
+    assert new_head != old_head
+    originals = sum(_originals(world).values())
+    c.comment(REPO, 12, "bob", f"/ok to test {new_head}")
+    world.settle()
+    body = world.sticky(12)[1]
+    assert "approved by @bob" in body
+    assert sum(_originals(world).values()) == originals  # same trees: results reused, not rerun
