@@ -149,17 +149,25 @@ class TreeAllowlist:
         default."""
         fallback = override or self.default_generation
         for file in files:
-            if file.blob is None or file.allowlist is None or not file.allowlist.allowed:
-                continue
-            if file.blob not in self._generations:
-                try:
-                    self._generations[file.blob] = detect_generation(file.allowlist, fallback)
-                except AllowlistFormatError:
-                    self._generations[file.blob] = None
-            found = self._generations[file.blob]
-            if found is not None:
-                return found
+            if file.allowlist is not None and file.allowlist.allowed:
+                found = self._generation_of_file(file, fallback)
+                if found is not None:
+                    return found
         return fallback
+
+    def _generation_of_file(self, file: AllowlistFile, default: Generation) -> Generation | None:
+        """The file's generation (``default`` when it lists nothing), None when it mixes both;
+        remembered by blob."""
+        if file.blob is None or file.allowlist is None:
+            return None
+        if not file.allowlist.allowed:
+            return default
+        if file.blob not in self._generations:
+            try:
+                self._generations[file.blob] = detect_generation(file.allowlist, default)
+            except AllowlistFormatError:
+                self._generations[file.blob] = None
+        return self._generations[file.blob]
 
     def regenerate_tree(
         self, tree: str, *, generation: Generation | None = None
@@ -234,9 +242,19 @@ class TreeAllowlist:
         comment: str,
     ) -> Regeneration:
         sides = [ours.allowlist, theirs.allowlist]
+        checked = all(
+            self._generation_of_file(f, generation) is generation
+            for f in (ours, theirs)
+            if f.allowlist
+        )
         try:
             regeneration = regenerate_by_file(
-                ours=sides[0], theirs=sides[1], tree=scan, generation=generation, comment=comment
+                ours=sides[0],
+                theirs=sides[1],
+                tree=scan,
+                generation=generation,
+                comment=comment,
+                sides_checked=checked,
             )
         except AllowlistFormatError:
             # A side mixing both generations' keys can be compared with nothing: leave it out.
