@@ -158,8 +158,12 @@ def test_bad_signature_is_401_and_stores_nothing(
     assert count_rows(engine) == (0, 0)
 
 
-def test_good_signature_is_accepted(client: TestClient, engine: Engine) -> None:
-    response = client.post(URL, content=BODY, headers=GOOD)
+@pytest.mark.parametrize("spelling", ["as sent", "upper-case hex"])
+def test_good_signature_is_accepted(client: TestClient, engine: Engine, spelling: str) -> None:
+    headers = dict(GOOD)
+    if spelling == "upper-case hex":
+        headers["X-Hub-Signature-256"] = "sha256=" + headers["X-Hub-Signature-256"][7:].upper()
+    response = client.post(URL, content=BODY, headers=headers)
     assert response.status_code == 202, response.text
     assert count_rows(engine) == (1, 0)
 
