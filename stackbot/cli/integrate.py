@@ -12,9 +12,11 @@ its check or a refused push, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from stackbot.adapters.git import GitMirror
@@ -29,6 +31,7 @@ from stackbot.domain.integration import (
 from stackbot.domain.types import PrNumber
 from stackbot.errors import BadInput, StackbotError
 from stackbot.services.integration import PushTarget, RunRequest, push_run, run_integration
+from stackbot.services.scan_cache import FileScanCache
 from stackbot.services.tree_allowlist import TreeAllowlist
 
 EXIT_CLEAN = 0
@@ -134,8 +137,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     failure = None
     with open_mirror(args.repo, settings) as mirror:
-        allowlist = TreeAllowlist(mirror, progress=scan_progress())
+        cache = FileScanCache.load(scan_cache_path(settings, mirror.git_dir))
+        allowlist = TreeAllowlist(mirror, cache=cache, progress=scan_progress())
         result = run_integration(mirror, request, allowlist=allowlist, progress=_say)
+        cache.save()
         if push is not None:
             try:
                 result = push_run(mirror, result, push)
@@ -165,6 +170,12 @@ def open_mirror(source: str, settings: Settings) -> GitMirror:
     _say(f"fetching {mirror.source} into {mirror.git_dir}")
     mirror.fetch()
     return mirror
+
+
+def scan_cache_path(settings: Settings, git_dir: Path) -> Path:
+    """Where the allowlist scan outcomes of one repository are kept between runs."""
+    digest = hashlib.sha256(str(git_dir).encode()).hexdigest()[:16]
+    return settings.data_dir / "scan-cache" / f"{git_dir.name}-{digest}.json"
 
 
 def _default_name(base: str) -> str:

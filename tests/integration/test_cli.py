@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from stackbot.adapters.git import GitRepository
 from stackbot.cli.main import main
+from stackbot.services.scan_cache import FileScanCache
+from stackbot.services.tree_allowlist import TreeAllowlist
 from tests.integration.megatron import ALLOWLIST, CP, DP, PP, TP, allowlist, entry, module
 from tests.integration.repo_builder import RepoBuilder
 
@@ -332,3 +335,21 @@ def test_console_script_exit_codes(repo: RepoBuilder, tmp_path: Path) -> None:
         [*env_cmd, "--pr", "one=add-f3"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 2 and "--pr must be N=REF" in done.stderr
+
+
+def test_scan_outcomes_are_kept_between_runs(
+    repo: RepoBuilder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, _ = run_cli(capsys, "allowlist", "check", "--repo", str(repo.path), "--rev", "main")
+    assert code == 0
+    [stored] = (tmp_path / "data" / "scan-cache").glob("*.json")
+    cache = FileScanCache.load(stored)
+    assert len(cache.outcomes) == 2  # a.py and b.py, the scanned files of main
+    # The next run finds both there and parses nothing.
+    tree = GitRepository.open(repo.path)
+    allowlist = TreeAllowlist(tree, cache=cache)
+    allowlist.check_tree(tree.tree_of(tree.rev_parse("main")))
+    assert (cache.hits, cache.misses) == (2, 0)
+    tree.close()
+    stored.write_text("{not json")
+    assert FileScanCache.load(stored).outcomes == {}
