@@ -353,3 +353,16 @@ def test_scan_outcomes_are_kept_between_runs(
     tree.close()
     stored.write_text("{not json")
     assert FileScanCache.load(stored).outcomes == {}
+
+
+def test_integrate_accepts_a_url(
+    repo: RepoBuilder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = repo.path.resolve().as_uri()  # file:///...: fetched like any remote
+    code, out, err = run_cli(
+        capsys, "integrate", "--repo", url, "--base", "main", "--pr", "11=add-f3", "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["steps"][0]["outcome"] == "clean"
+    assert f"fetching {url}" in err
+    assert any((tmp_path / "data" / "mirrors").glob("work-*.git"))
