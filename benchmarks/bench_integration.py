@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -255,7 +255,7 @@ def run_stackbot(
         return time.perf_counter() - start, result
 
 
-def run_bare_chain(git_dir: Path, base: str, heads: list[str]) -> float:
+def run_bare_chain(git_dir: Path, base: str, heads: Sequence[str]) -> float:
     start = time.perf_counter()
     current = base
     for head in heads:
