@@ -1,8 +1,8 @@
 """Run an integration: a base ref plus PR heads merged one at a time, without a checkout.
 
 Each step is ``git merge-tree --write-tree`` of the run so far and the PR head, then (when the
-tree has one) the allowlist regenerated on the merged tree, then ``git commit-tree`` with both
-parents. The domain (``stackbot.domain.integration``) decides what a conflict means; this module
+tree has one) the allowlist regenerated on the merged tree, then a merge commit with both
+parents (written by the adapter in-process, byte for byte what ``git commit-tree`` writes). The domain (``stackbot.domain.integration``) decides what a conflict means; this module
 fetches the inputs and applies the decisions. The run's commits are kept under
 ``refs/stackbot/<kind>/<name>/`` in the mirror and pushed, lease-protected, when asked.
 """
