@@ -205,6 +205,8 @@ class SeriesData:
     tracking_issue: int | None = None
     root_pr: int | None = None
     problems: tuple[dict[str, Any], ...] = ()
+    # Every PR of the series, whatever its state (order holds only the live ones).
+    prs: tuple[int, ...] = ()
 
 
 def replace_graph(
@@ -240,7 +242,9 @@ def replace_graph(
         session.add(row)
         session.flush()
         assert row.id is not None
-        for position, number in enumerate(item.order):
+        # Live PRs first, in series order; then merged, closed and superseded ones by number.
+        members = list(item.order) + sorted(set(item.prs) - set(item.order))
+        for position, number in enumerate(members):
             session.add(SeriesMember(series_id=row.id, pr_number=number, position=position))
     session.flush()
 

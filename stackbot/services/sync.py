@@ -148,6 +148,7 @@ def _series_data(graph: SeriesGraph, info: Any) -> store.SeriesData:
         tracking_issue=info.tracking_issue,
         root_pr=info.root,
         problems=problems,
+        prs=tuple(info.prs),
     )
 
 

@@ -368,7 +368,7 @@ def list_series(session: Session) -> list[SeriesListRow]:
                 pr_count=len(numbers),
                 open_count=open_count,
                 problems=len(series.problems),
-                status=series.status,
+                status="active" if open_count else "closed",
                 updated_at=series.updated_at,
                 latest_run_status=run.status if run else None,
             )
@@ -430,7 +430,9 @@ def series_page(session: Session, key: str, repo: str | None = None) -> SeriesPa
         key=series.key,
         slug=series_slug(series.key),
         repo=repository.full_name,
-        series_status=series.status,
+        series_status="active"
+        if any(row.state == "open" and not row.merged for row in pulls)
+        else "closed",
         order=list(series.order),
         problems=list(series.problems),
         pulls=tuple(pulls),

@@ -1,0 +1,111 @@
+"""One real ``stackbot demo`` per session (the README's main command, as a subprocess), left
+serving so the browser tests can open its dashboard."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.browser import browser  # noqa: F401  (fixture)
+
+DEMO_TIMEOUT_S = 900
+
+
+@dataclass
+class DemoRun:
+    url: str
+    github_url: str
+    workdir: Path
+    stdout_lines: list[str] = field(default_factory=list)
+    stderr_lines: list[str] = field(default_factory=list)
+
+    @property
+    def stdout(self) -> str:
+        return "\n".join(self.stdout_lines)
+
+    @property
+    def database(self) -> Path:
+        return self.workdir / "stackbot" / "stackbot.db"
+
+    def sticky(self, number: int) -> str:
+        marker = f"──── sticky comment on #{number} "
+        start = self.stdout.index(marker)
+        rest = self.stdout[start + len(marker) :]
+        end = rest.find("──── sticky comment on #")
+        return rest if end < 0 else rest[:end]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
+    workdir = tmp_path_factory.mktemp("demo") / "work"
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STACKBOT_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "stackbot", "demo", "--port", str(port), "--workdir", str(workdir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=workdir.parent,
+    )
+    stdout_lines: list[str] = []
+
+    def read_stdout() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            stdout_lines.append(line.rstrip("\n"))
+
+    reader = threading.Thread(target=read_stdout, daemon=True)
+    stderr_lines: list[str] = []
+    done = threading.Event()
+
+    def read_stderr() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            stderr_lines.append(line.rstrip())
+            if "every report is posted" in line or "demo did not finish" in line:
+                done.set()
+        done.set()
+
+    threading.Thread(target=read_stderr, daemon=True).start()
+    reader.start()
+    try:
+        if not done.wait(DEMO_TIMEOUT_S):
+            pytest.fail(
+                f"stackbot demo did not finish in {DEMO_TIMEOUT_S} s:\n"
+                + "\n".join(stderr_lines[-40:])
+            )
+        if not any("every report is posted" in line for line in stderr_lines):
+            pytest.fail("stackbot demo failed:\n" + "\n".join(stderr_lines[-60:]))
+        github = next(
+            re.search(r"on (http://\S+)", line).group(1)  # type: ignore[union-attr]
+            for line in stderr_lines
+            if "GitHub stand-in on" in line
+        )
+        time.sleep(0.5)  # let stdout's last comment flush through the pipe
+        yield DemoRun(f"http://127.0.0.1:{port}", github, workdir, stdout_lines, stderr_lines)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        reader.join(timeout=10)

@@ -1,0 +1,72 @@
+"""What `stackbot demo` does, checked from its output, the stand-in and its database."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import httpx
+
+from tests.demo.conftest import DemoRun
+
+REPO = "NVIDIA/Megatron-LM"
+
+
+def _comments(demo: DemoRun, number: int) -> list[dict[str, object]]:
+    response = httpx.get(
+        f"{demo.github_url}/_standin/repos/{REPO}/issues/{number}/comments", timeout=10
+    )
+    response.raise_for_status()
+    return list(response.json())
+
+
+def test_every_open_pr_of_the_series_has_its_report(demo: DemoRun) -> None:
+    for number in (8034, 8035, 8748, 8050):
+        assert f"sticky comment on #{number}" in demo.stdout
+    assert any("Dashboard: http://127.0.0.1" in line for line in demo.stderr_lines)
+
+
+def test_the_stack_is_tested_against_main(demo: DemoRun) -> None:
+    body = demo.sticky(8748)
+    assert "approved by @maintainer-p" in body
+    assert "amax-group 1x4" in body and "amax-group 2x4" in body and "blockwise-recipe 1x4" in body
+    assert "newly pass" in body  # main's failing per-owner tests pass on the integration
+    assert "depends on: #8035" in body
+
+
+def test_the_allowlist_conflict_is_resolved_and_the_real_conflict_reported(demo: DemoRun) -> None:
+    resolved = demo.sticky(8035)
+    assert "tools/process_group_usage_allowlist.json" in resolved
+    assert "regenerated on the merged tree" in resolved
+    conflicting = demo.sticky(8050)
+    assert "megatron/core/transformer/transformer_layer.py" in conflicting
+    assert "waiting for a vetter" in conflicting
+
+
+def test_a_non_vetters_ok_to_test_is_refused_and_a_vetters_accepted(demo: DemoRun) -> None:
+    comments = _comments(demo, 8748)
+    bot = [c for c in comments if str(c["user"]["login"]).endswith("[bot]")]  # type: ignore[index]
+    replies = [c for c in bot if "stackbot:report" not in str(c["body"])]
+    assert len(replies) == 1, replies  # one short refusal, to contributor-z
+    assert "contributor-z" in str(replies[0]["body"])
+    assert "vetter" in str(replies[0]["body"])
+
+
+def test_jobs_really_ran_and_identical_trees_ran_once(demo: DemoRun) -> None:
+    with sqlite3.connect(demo.database) as db:
+        rows = db.execute(
+            "select status, tree_sha, config_hash, reused_from_job_id, kind from jobs"
+        ).fetchall()
+    originals = [r for r in rows if r[3] is None]
+    assert originals and all(r[0] in ("passed", "failed") for r in rows), rows
+    assert len({(r[1], r[2]) for r in originals}) == len(originals)  # no tree tested twice
+    assert any(r[3] is not None for r in rows)  # the series tree reused the stack's results
+    assert any(r[4] == "baseline" for r in rows)
+    results = list((demo.workdir / "stackbot" / "jobs").glob("job-*/result.json"))
+    assert len(results) == len(originals)
+
+
+def test_superseded_pr_is_shown_as_superseded(demo: DemoRun) -> None:
+    response = httpx.get(f"{demo.url}/api/series/6307", timeout=10)
+    pulls = {p["number"]: p for p in response.json()["pulls"]}
+    assert pulls[8040]["display_state"] == "superseded"
+    assert pulls[8893]["display_state"] == "merged"
