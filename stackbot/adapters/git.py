@@ -227,6 +227,7 @@ class GitRepository:
         self._cat_file: _CatFile | None = None
         self._trees = TreeStore(self._load, self._store)
         self._commit_times: dict[str, int] = {}
+        self._commit_trees: dict[str, TreeSha] = {}
 
     @classmethod
     def open(cls, path: Path) -> GitRepository:
@@ -249,17 +250,28 @@ class GitRepository:
     # -- refs -----------------------------------------------------------------------------
 
     def rev_parse(self, ref: str) -> Sha:
-        """The commit ``ref`` names; :class:`UnknownRef` (a BadInput) when there is none.
-        Resolved by the open cat-file (same rules as rev-parse), so resolving forty PR heads
-        starts no process."""
-        hint = f"No branch, tag or commit {ref!r} in {self.git_dir}; fetch it or check the name."
-        if not ref or ref.startswith("-") or any(c.isspace() or ord(c) < 32 for c in ref):
-            raise UnknownRef(["rev-parse", ref], 128, f"{ref!r} is not a ref name", hint)
-        found = self._reader().read([f"{ref}^{{commit}}"])[0]
-        if found is None:
-            raise UnknownRef(["rev-parse", ref], 128, f"unknown revision {ref}", hint)
-        self._note_commit(found[0], found[2])
-        return Sha(found[0])
+        """The commit ``ref`` names; :class:`UnknownRef` (a BadInput) when there is none."""
+        return self.rev_parse_many([ref])[0]
+
+    def rev_parse_many(self, refs: Sequence[str]) -> list[Sha]:
+        """The commits ``refs`` name, resolved together by the open cat-file (same rules as
+        rev-parse), so resolving forty PR heads is one round trip and starts no process. The
+        first ref that names no commit raises :class:`UnknownRef` (a BadInput)."""
+        for ref in refs:
+            if not ref or ref.startswith("-") or any(c.isspace() or ord(c) < 32 for c in ref):
+                raise UnknownRef(
+                    ["rev-parse", ref], 128, f"{ref!r} is not a ref name", _ref_hint(ref, self)
+                )
+        found = self._reader().read([f"{ref}^{{commit}}" for ref in refs])
+        shas = []
+        for ref, got in zip(refs, found, strict=True):
+            if got is None:
+                raise UnknownRef(
+                    ["rev-parse", ref], 128, f"unknown revision {ref}", _ref_hint(ref, self)
+                )
+            self._note_commit(got[0], got[2])
+            shas.append(Sha(got[0]))
+        return shas
 
     def try_rev_parse(self, ref: str) -> Sha | None:
         try:
@@ -334,6 +346,7 @@ class GitRepository:
         data = commit_object(tree, parents, identity.name, identity.email, timestamp, message)
         sha = self._store(b"commit", data)
         self._commit_times[sha] = timestamp
+        self._commit_trees[sha] = tree
         return sha
 
     # -- objects --------------------------------------------------------------------------
@@ -364,12 +377,12 @@ class GitRepository:
         return dict(zip(unique, self._load(unique), strict=True))
 
     def _note_commit(self, sha: str, data: bytes) -> None:
-        for line in data.split(b"\n"):
+        """Remember a commit's tree and date from its object (both are asked for again)."""
+        header = data.split(b"\n\n", 1)[0].split(b"\n")
+        self._commit_trees[sha] = TreeSha(header[0].removeprefix(b"tree ").decode())
+        for line in header:
             if line.startswith(b"committer "):
                 self._commit_times[sha] = int(line.rsplit(b" ", 2)[1])
-                return
-            if not line:
-                return
 
     def commit_time(self, commit: Sha) -> int:
         if commit not in self._commit_times:
@@ -377,9 +390,9 @@ class GitRepository:
         return self._commit_times.get(commit, 0)
 
     def tree_of(self, commit: Sha) -> TreeSha:
-        data = self.read_object(commit)
-        self._note_commit(commit, data)
-        return TreeSha(data.split(b"\n", 1)[0].removeprefix(b"tree ").decode())
+        if commit not in self._commit_trees:
+            self._note_commit(commit, self.read_object(commit))
+        return self._commit_trees[commit]
 
     def tree_entries(self, tree: str) -> tuple[TreeEntry, ...]:
         return self._trees.entries(tree)
@@ -491,6 +504,10 @@ class GitMirror(GitRepository):
             hint=hint,
         )
         self.close()  # the open cat-file may hold the old refs
+
+
+def _ref_hint(ref: str, repo: GitRepository) -> str:
+    return f"No branch, tag or commit {ref!r} in {repo.git_dir}; fetch it or check the name."
 
 
 def _git_dir_of(path: Path) -> Path:

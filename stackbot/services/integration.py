@@ -71,10 +71,10 @@ def run_integration(
     """Merge the request's PRs onto its base and return the run. Every ref is resolved before
     anything is merged, so a bad ref fails the run (BadInput) before it writes anything."""
     _check_request(request)
-    base = repo.rev_parse(request.base_ref)
+    base, *heads = repo.rev_parse_many([request.base_ref, *(ref for _, ref in request.prs)])
     plan = [
-        PlannedPr(n, repo.rev_parse(ref), tuple(request.depends_on.get(n, ())))
-        for n, ref in request.prs
+        PlannedPr(n, head, tuple(request.depends_on.get(n, ())))
+        for (n, _), head in zip(request.prs, heads, strict=True)
     ]
     tracker = allowlist or TreeAllowlist(repo)
     steps = _IntegrationSteps(repo, request, tracker, base, progress or (lambda _: None))
@@ -83,7 +83,7 @@ def run_integration(
     if report is not None and request.checker_command:
         verdict = run_repo_checker(repo, steps.commit, request.checker_command, path=tracker.path)
         report = replace(report, checker=verdict.describe(report.ok))
-    ref_name = _write_refs(repo, request, base, results, steps.commit)
+    ref_name = _write_refs(repo, request, base, steps.commit)
     return IntegrationRunResult(
         kind=request.kind,
         name=request.name,
@@ -221,22 +221,11 @@ class _IntegrationSteps:
         return self.repo.replace_paths(tree, files), resolutions
 
 
-def _write_refs(
-    repo: GitRepository,
-    request: RunRequest,
-    base: Sha,
-    steps: Sequence[IntegrationStepResult],
-    final: Sha,
-) -> str:
-    """``<prefix>head`` (the final commit), ``<prefix>base`` and one ref per merged step;
-    refs a previous run of the same name left behind are removed."""
+def _write_refs(repo: GitRepository, request: RunRequest, base: Sha, final: Sha) -> str:
+    """``<prefix>head`` (the final commit) and ``<prefix>base``. Each step's commit is a
+    first parent of the next, so the head keeps them all; the result lists them."""
     prefix = ref_prefix(request.kind, request.name)
-    refs = {f"{prefix}head": final, f"{prefix}base": base}
-    for step in steps:
-        if step.commit is not None:
-            refs[f"{prefix}steps/{step.position:03d}-pr{step.pr}"] = step.commit
-    stale = [ref for ref in repo.list_refs(prefix) if ref not in refs]
-    repo.update_refs(refs, delete=stale)
+    repo.update_refs({f"{prefix}head": final, f"{prefix}base": base})
     return f"{prefix}head"
 
 

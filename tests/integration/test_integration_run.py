@@ -72,7 +72,10 @@ def test_clean_stack_merges_every_pr_with_two_parent_commits(
     assert run.ref_name == "refs/stackbot/stack/t/head"
     refs = mirror.list_refs("refs/stackbot/stack/t/")
     assert refs["refs/stackbot/stack/t/head"] == run.final_commit
-    assert refs["refs/stackbot/stack/t/steps/002-pr2"] == second.commit
+    first_parents = repo.git(
+        "--git-dir", str(mirror.git_dir), "rev-list", "--first-parent", run.final_commit
+    )
+    assert first_parents.split()[:2] == [second.commit, first.commit]
     assert refs["refs/stackbot/stack/t/base"] == mirror.rev_parse("main")
     message = repo.git("--git-dir", str(mirror.git_dir), "log", "-1", "--format=%B", second.commit)
     assert "Stackbot-PR: #2" in message and f"Stackbot-Head: {mirror.rev_parse('p2')}" in message
