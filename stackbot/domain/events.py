@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stackbot.domain.commands import parse_command
 from stackbot.domain.types import PrNumber, RepoName, Sha
 from stackbot.errors import BadInput
 
@@ -329,7 +330,11 @@ def ignore_reason(event: Event | UnknownEvent) -> str | None:
         return event.reason
     if isinstance(event, PingEvent):
         return "ping: nothing to do"
-    if isinstance(event, IssueCommentEvent) and not event.is_pull_request:
+    if (
+        isinstance(event, IssueCommentEvent)
+        and not event.is_pull_request
+        and parse_command(event.body) is None
+    ):
         return "comment on an issue, not on a pull request"
     if isinstance(event, PushEvent):
         if event.branch is None:
@@ -349,9 +354,13 @@ def route_event(event: Event, *, base_branches: frozenset[str] = frozenset()) ->
         key = f"sync_pull:{event.repo}:{event.number}"
         payload = {"repo": event.repo, "number": event.number, "action": event.action}
         return [FollowUp("sync_pull", payload, key)]
-    if isinstance(event, IssueCommentEvent) and event.is_pull_request:
+    if isinstance(event, IssueCommentEvent) and (
+        event.is_pull_request or parse_command(event.body) is not None
+    ):
+        # A command on an issue goes on too, to be refused with one reply ("not a PR").
         key = f"pr_command:{event.repo}:{event.comment_id}:{event.updated_at}"
         payload = {
+            "is_pull_request": event.is_pull_request,
             "repo": event.repo,
             "number": event.number,
             "comment_id": event.comment_id,

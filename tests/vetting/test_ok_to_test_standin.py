@@ -149,11 +149,19 @@ def test_an_unknown_sha(pipeline: Pipeline) -> None:
     assert reply.body.startswith("`0123456789` is not a commit of this PR")
 
 
-def test_a_comment_on_an_issue_is_not_acted_on(pipeline: Pipeline) -> None:
+def test_a_command_on_an_issue_gets_one_reply_and_changes_nothing(pipeline: Pipeline) -> None:
     issue = pipeline.control.open_issue(pipeline.repo, author="carol", title="Question").number
     pipeline.control.comment(pipeline.repo, issue, "bob", "/ok to test 0123456")
     pipeline.deliver()
     assert pipeline.approvals(issue) == []
+    [reply] = pipeline.replies(issue)
+    assert "pull requests only" in reply.body
+
+
+def test_other_comments_on_an_issue_are_ignored_silently(pipeline: Pipeline) -> None:
+    issue = pipeline.control.open_issue(pipeline.repo, author="carol", title="Question").number
+    pipeline.control.comment(pipeline.repo, issue, "bob", "How do I run the tests?")
+    pipeline.deliver()
     assert pipeline.replies(issue) == []
     assert pipeline.tasks("pr_command", status="done") == []
 
