@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from sqlmodel import Session, select
 from stackbot.config import Settings, load_settings
 from stackbot.db import migrate
 from stackbot.db.models import Job, Task
+from stackbot.db.models._columns import utcnow
 from stackbot.demo import scenario
 from stackbot.standin import StandinServer
 from stackbot.web.app import create_app
@@ -186,10 +188,15 @@ def wait_until_reported(
     try:
         while True:
             with Session(engine) as session:
-                tasks = session.exec(select(Task.status, Task.kind)).all()
+                tasks = session.exec(select(Task.status, Task.kind, Task.run_after)).all()
                 jobs = session.exec(select(Job.status)).all()
                 dead = session.exec(select(Task).where(Task.status == "dead")).all()
-            busy = [kind for status, kind in tasks if status in ("pending", "running")]
+            soon = utcnow() + timedelta(seconds=5)  # the periodic reconcile waits far longer
+            busy = [
+                kind
+                for status, kind, run_after in tasks
+                if status == "running" or (status == "pending" and _aware(run_after) <= soon)
+            ]
             done_jobs = sum(1 for status in jobs if status in FINISHED_JOBS)
             line = f"tasks busy {len(busy)}, jobs {done_jobs}/{len(jobs)} finished"
             if line != last:
@@ -219,6 +226,10 @@ def wait_until_reported(
             time.sleep(1.0)
     finally:
         engine.dispose()
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def sticky_comments(stack: DemoStack) -> dict[int, str]:

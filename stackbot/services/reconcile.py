@@ -85,6 +85,13 @@ def schedule_reconcile(session: Session, *, repo: str | None, delay_s: float = 0
     queue.enqueue(session, RECONCILE, {"repo": repo}, dedupe_key=key, run_after=run_after)
 
 
+def seed_reconcile(engine: Engine) -> None:
+    """Start the periodic repair when a worker starts (one pending round at most: the dedupe
+    key collapses what several workers seed)."""
+    with session_scope(engine) as session:
+        schedule_reconcile(session, repo=None, delay_s=0.0)
+
+
 def _scheduler(repo: str | None, delay_s: float) -> Callable[[Session], None]:
     return lambda session: schedule_reconcile(session, repo=repo, delay_s=delay_s)
 

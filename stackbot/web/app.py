@@ -93,6 +93,9 @@ class EmbeddedWorker:
         )
 
     def start(self) -> None:
+        from stackbot.services.reconcile import seed_reconcile
+
+        seed_reconcile(self.worker.engine)
         self._thread.start()
 
     def stop(self) -> None:

@@ -40,7 +40,8 @@ def test_series_page_draws_the_graph_and_tables(page, demo: DemoRun) -> None:  #
     assert {"depends_on", "base_branch"} <= sources
     rows = page.locator("#pulls tbody tr")
     assert rows.count() >= 6
-    assert "approved" in page.locator('#pulls tr[data-pr="8748"]').inner_text()
+    assert "maintainer-p" in page.locator('#pulls tr[data-pr="8748"]').inner_text()  # approver
+    assert "waiting for a vetter" in page.locator('#pulls tr[data-pr="8050"]').inner_text()
     assert page.locator("table.matrix td.hit").count() >= 2  # #8035 × #8050 both ways
     # the graph is drawn: its bounding box has a real size
     box = page.locator("#graph svg").bounding_box()

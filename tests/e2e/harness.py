@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from textwrap import dedent
 from typing import Any
@@ -18,6 +19,7 @@ from sqlmodel import Session, col, select
 from stackbot.config import Settings
 from stackbot.db.engine import make_engine
 from stackbot.db.models import Job, Task
+from stackbot.db.models._columns import utcnow
 from stackbot.demo.runner import DemoStack
 
 REPO = "NVIDIA/Megatron-LM"
@@ -93,8 +95,12 @@ class World:
         quiet_since: float | None = None
         while time.monotonic() < deadline:
             with Session(self.engine) as session:
+                soon = utcnow() + timedelta(seconds=5)  # not the periodic reconcile
                 busy = session.exec(
-                    select(Task.id).where(col(Task.status).in_(["pending", "running"]))
+                    select(Task.id).where(
+                        (col(Task.status) == "running")
+                        | ((col(Task.status) == "pending") & (col(Task.run_after) <= soon))
+                    )
                 ).all()
                 dead = session.exec(select(Task).where(Task.status == "dead")).all()
                 unfinished = session.exec(
