@@ -446,18 +446,26 @@ def series_page(session: Session, key: str, repo: str | None = None) -> SeriesPa
 
 def pull_rows(session: Session, repo_id: int, numbers: Iterable[int]) -> list[PullRow]:
     numbers = list(numbers)
+    # Only the columns the table shows: a PR's body, commits and comments can be large.
     prs = {
         pr.number: pr
-        for pr in session.exec(
-            select(PullRequest).where(
-                PullRequest.repo_id == repo_id, col(PullRequest.number).in_(numbers)
-            )
+        for pr in session.execute(
+            select(
+                PullRequest.number,
+                PullRequest.title,
+                PullRequest.author,
+                PullRequest.state,
+                PullRequest.draft,
+                PullRequest.merged,
+                PullRequest.head_sha,
+                PullRequest.superseded_by,
+            ).where(PullRequest.repo_id == repo_id, col(PullRequest.number).in_(numbers))
         ).all()
     }
     approvals: dict[tuple[int, str], str] = {
         (a.pr_number, a.sha): a.vetter
-        for a in session.exec(
-            select(Approval).where(
+        for a in session.execute(
+            select(Approval.pr_number, Approval.sha, Approval.vetter).where(
                 Approval.repo_id == repo_id, col(Approval.pr_number).in_(numbers)
             )
         ).all()
@@ -502,25 +510,45 @@ def pull_rows(session: Session, repo_id: int, numbers: Iterable[int]) -> list[Pu
     return rows
 
 
-def _test_cells(
-    session: Session, runs: Sequence[IntegrationRun]
-) -> dict[int, tuple[TestCell, ...]]:
+# What a job summary needs: everything but the (large) result JSON.
+_JOB_COLUMNS = (
+    Job.id,
+    Job.test_set,
+    Job.shape,
+    Job.status,
+    Job.counts,
+    Job.kind,
+    Job.tree_sha,
+    Job.commit_sha,
+    Job.integration_run_id,
+    Job.reused_from_job_id,
+    Job.node,
+    Job.executor,
+    Job.created_at,
+    Job.started_at,
+    Job.finished_at,
+    Job.out_dir,
+    Job.error,
+)
+
+
+def _test_cells(session: Session, runs: Sequence[Any]) -> dict[int, tuple[TestCell, ...]]:
     run_ids = [run.id for run in runs if run.id is not None]
     if not run_ids:
         return {}
-    jobs = session.exec(
-        select(Job).where(col(Job.integration_run_id).in_(run_ids)).order_by(col(Job.id))
+    jobs = session.execute(
+        select(*_JOB_COLUMNS).where(col(Job.integration_run_id).in_(run_ids)).order_by(col(Job.id))
     ).all()
     base_shas = {run.base_sha for run in runs if run.base_sha}
-    baselines: dict[tuple[str, str, str], Job] = {}
+    baselines: dict[tuple[str, str, str], Any] = {}
     if base_shas:
-        for job in session.exec(
-            select(Job)
+        for job in session.execute(
+            select(*_JOB_COLUMNS)
             .where(Job.kind == "baseline", col(Job.commit_sha).in_(base_shas))
             .order_by(col(Job.id))
         ).all():
             baselines[(job.commit_sha, job.test_set, job.shape)] = job  # newest wins
-    by_run: dict[int, dict[str, Job]] = defaultdict(dict)
+    by_run: dict[int, dict[str, Any]] = defaultdict(dict)
     for job in jobs:
         by_run[job.integration_run_id or -1][f"{job.test_set} {job.shape}"] = job  # newest wins
     base_of = {run.id: run.base_sha for run in runs}
@@ -537,11 +565,12 @@ def _test_cells(
     return cells
 
 
-def _maybe(job: Job | None) -> JobSummary | None:
+def _maybe(job: Any) -> JobSummary | None:
     return job_summary(job) if job is not None else None
 
 
-def job_summary(job: Job) -> JobSummary:
+def job_summary(job: Any) -> JobSummary:
+    """A summary of a ``Job`` row or of a row of :data:`_JOB_COLUMNS`."""
     return JobSummary(
         id=job.id or 0,
         test_set=job.test_set,
