@@ -186,14 +186,17 @@ def partners_of(
 
 def merge_commit_message(
     *,
-    run_label: str,
     pr: PrNumber,
     head: Sha,
     resolutions: Sequence[GeneratedResolution],
     allowlist: AllowlistChange | None,
 ) -> str:
-    """The integration merge commit's message: the resolutions in plain words, then trailers."""
-    lines = [f"Merge #{pr} ({head[:7]}) into {run_label}", ""]
+    """The integration merge commit's message: the resolutions in plain words, then trailers.
+
+    It names no run on purpose: the same merge of the same commits is the same commit in every
+    run (commits are dated by their parents), so a stack run and the series run share their
+    common steps, and identical trees come with identical commits."""
+    lines = [f"Merge #{pr} ({head[:7]})", ""]
     body = [r.sentence() for r in resolutions]
     resolved_paths = {r.path for r in resolutions}
     if allowlist is not None and allowlist.rewritten and allowlist.path not in resolved_paths:
@@ -203,7 +206,7 @@ def merge_commit_message(
         )
     if body:
         lines.extend([*body, ""])
-    lines.extend([f"Stackbot-Run: {run_label}", f"Stackbot-PR: #{pr}", f"Stackbot-Head: {head}"])
+    lines.extend([f"Stackbot-PR: #{pr}", f"Stackbot-Head: {head}"])
     return "\n".join(lines) + "\n"
 
 

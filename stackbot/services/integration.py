@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -61,12 +62,48 @@ def ref_prefix(kind: RunKind, name: str) -> str:
     return f"refs/stackbot/{kind.value}/{name}/"
 
 
+class StepMemo:
+    """Merge steps already made, by (commit so far, PR head, PR, generated files).
+
+    A merge's result depends only on those (commits are dated by their parents and their
+    messages name no run), so a stack run repeats nothing the series run (or another stack
+    sharing its bottom) already did in this process. Bounded: the oldest entries go first."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple[object, ...], _Memo] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple[object, ...]) -> _Memo | None:
+        found = self._entries.get(key)
+        if found is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[object, ...], value: _Memo) -> None:
+        self._entries[key] = value
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+
+_Memo = tuple[IntegrationStepResult, Sha, TreeSha, dict[str, list[PrNumber]]]
+
+
+def _copy(touched: dict[str, list[PrNumber]]) -> dict[str, list[PrNumber]]:
+    return {path: list(prs) for path, prs in touched.items()}
+
+
 def run_integration(
     repo: GitRepository,
     request: RunRequest,
     *,
     allowlist: TreeAllowlist | None = None,
     progress: Progress | None = None,
+    memo: StepMemo | None = None,
 ) -> IntegrationRunResult:
     """Merge the request's PRs onto its base and return the run. Every ref is resolved before
     anything is merged, so a bad ref fails the run (BadInput) before it writes anything."""
@@ -77,7 +114,7 @@ def run_integration(
         for (n, _), head in zip(request.prs, heads, strict=True)
     ]
     tracker = allowlist or TreeAllowlist(repo)
-    steps = _IntegrationSteps(repo, request, tracker, base, progress or (lambda _: None))
+    steps = _IntegrationSteps(repo, request, tracker, base, progress or (lambda _: None), memo)
     results = tuple(steps.run(position, pr) for position, pr in enumerate(plan, start=1))
     report = tracker.report(steps.tree, repo.tree_of(base))
     if report is not None and request.checker_command:
@@ -119,7 +156,9 @@ class _IntegrationSteps:
         allowlist: TreeAllowlist,
         base: Sha,
         progress: Progress,
+        memo: StepMemo | None = None,
     ) -> None:
+        self.memo = memo
         self.repo = repo
         self.request = request
         self.allowlist = allowlist
@@ -130,7 +169,6 @@ class _IntegrationSteps:
         self.tree: TreeSha = repo.tree_of(base)
         self.touched_by: dict[str, list[PrNumber]] = {}
         self.total = len(request.prs)
-        self.label = f"{request.kind.value} run {request.name}"
 
     def run(self, position: int, pr: PlannedPr) -> IntegrationStepResult:
         reason = self.policy.skip_reason(pr)
@@ -147,6 +185,18 @@ class _IntegrationSteps:
         return step
 
     def _merge(self, position: int, pr: PlannedPr) -> IntegrationStepResult:
+        key = (self.commit, pr.head, pr.number, self.generated)
+        memo = self.memo.get(key) if self.memo is not None else None
+        if memo is not None:
+            step, commit, tree, touched = memo
+            self.commit, self.tree, self.touched_by = commit, tree, _copy(touched)
+            return replace(step, position=position)
+        step = self._merge_now(position, pr)
+        if self.memo is not None:
+            self.memo.put(key, (step, self.commit, self.tree, _copy(self.touched_by)))
+        return step
+
+    def _merge_now(self, position: int, pr: PlannedPr) -> IntegrationStepResult:
         merged = self.repo.merge_tree(self.commit, pr.head)
         outcome = step_outcome(merged.conflicts, self.generated)
         partners = partners_of(merged.conflicts, self.touched_by)
@@ -175,7 +225,6 @@ class _IntegrationSteps:
                 )
                 resolutions.append(GeneratedResolution(self.allowlist.path, partners_here, action))
         message = merge_commit_message(
-            run_label=self.label,
             pr=pr.number,
             head=pr.head,
             resolutions=resolutions,

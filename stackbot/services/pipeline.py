@@ -37,7 +37,7 @@ from stackbot.domain.types import PrNumber, Sha
 from stackbot.errors import BadInput
 from stackbot.services import jobs as job_service
 from stackbot.services.conflicts import conflict_matrix
-from stackbot.services.integration import RunRequest, run_integration
+from stackbot.services.integration import RunRequest, StepMemo, run_integration
 from stackbot.services.sync import INTEGRATE, report_follow_up
 from stackbot.services.tree_allowlist import TreeAllowlist
 from stackbot.worker import queue
@@ -183,7 +183,8 @@ def _run_once(
         generated_files=tuple(settings.generated_files),
         checker_command=settings.allowlist_checker_command,
     )
-    result = run_integration(mirror, request, allowlist=tracker)
+    memo = _STEP_MEMOS.setdefault(str(mirror.git_dir), StepMemo())
+    result = run_integration(mirror, request, allowlist=tracker, memo=memo)
     with session_scope(engine) as session:
         row = save_run(
             session,
@@ -321,8 +322,10 @@ def handle_integrate(ctx: TaskContext) -> None:
         ctx.enqueue(REPORT, payload, dedupe_key=dedupe)
 
 
-# Scan caches live as long as the worker process: a later run re-parses only changed files.
+# Scan caches live as long as the worker process: a later run re-parses only changed files;
+# merge steps too: a stack run repeats nothing another run already merged.
 _ALLOWLIST_CACHES: dict[str, TreeAllowlist] = {}
+_STEP_MEMOS: dict[str, StepMemo] = {}
 
 
 # -- poll_jobs ------------------------------------------------------------------------------
