@@ -9,8 +9,9 @@ instead of failing with SQLITE_BUSY when a read transaction is later upgraded to
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -69,15 +70,35 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
-@contextmanager
-def session_scope(engine: Engine, *, immediate: bool = False) -> Iterator[Session]:
-    """A session committed on success and rolled back on error.
+_SQLITE_WRITERS: dict[str, threading.RLock] = {}
 
-    ``immediate=True`` takes SQLite's write lock when the transaction begins (no effect on
-    PostgreSQL, where row locks do that job).
+
+def sqlite_writer(engine: Engine) -> AbstractContextManager[Any]:
+    """Serialise this process's writes to one SQLite file (no-op on PostgreSQL).
+
+    Threads that collide on SQLite's own lock wait in its busy handler, which sleeps up to
+    100 ms between tries; threads queued on a Python lock are woken the moment the previous
+    write ends. That difference set the webhook intake's p99 (benchmarks/bench_webhooks.py).
+    Re-entrant, so a write made inside another (a completion's follow-ups) cannot deadlock.
+    """
+    if engine.dialect.name != "sqlite":
+        return nullcontext()
+    return _SQLITE_WRITERS.setdefault(str(engine.url), threading.RLock())
+
+
+@contextmanager
+def session_scope(engine: Engine, *, immediate: bool = True) -> Iterator[Session]:
+    """A session committed on success and rolled back on error: a write transaction.
+
+    On SQLite it takes the write lock when the transaction begins (``BEGIN IMMEDIATE``, and
+    this process's writer lock first). A deferred transaction that reads and then writes fails
+    at once with "database is locked" when another connection wrote in between (WAL mode does
+    not wait there), which the worker saw as retried tasks. ``immediate=False`` is for
+    read-mostly transactions that can afford that. No effect on PostgreSQL, where row locks do
+    the job.
     """
     if immediate and engine.dialect.name == "sqlite":
-        with engine.connect() as conn:
+        with sqlite_writer(engine), engine.connect() as conn:
             conn = conn.execution_options(sqlite_begin="IMMEDIATE")
             with Session(bind=conn) as session:
                 try:

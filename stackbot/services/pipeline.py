@@ -46,6 +46,7 @@ from stackbot.worker.registry import TaskContext, TaskRegistry
 log = logging.getLogger(__name__)
 
 POLL_JOBS = "poll_jobs"
+CONFLICT_MATRIX = "conflict_matrix"
 BASE_MOVED = "base_moved"
 RETEST = "retest"
 REPORT = "report"
@@ -125,10 +126,6 @@ def integrate(
         why = _create_jobs(engine, run_id, requests, states)
         if why:
             outcome.untested[run_id] = why
-    if series_key is not None:
-        _store_conflict_matrix(
-            engine, settings, mirror, repo_id, series_key, base_sha, planned, heads
-        )
     with session_scope(engine) as session:
         base_tree = mirror.tree_of(base_sha)
         tested = [
@@ -237,33 +234,44 @@ def store_steps(session: Session, run_id: int) -> list[Any]:
     )
 
 
-def _store_conflict_matrix(
-    engine: Engine,
-    settings: Settings,
-    mirror: GitMirror,
-    repo_id: int,
-    series_key: str,
-    base_sha: str,
-    planned: Sequence[PlannedRun],
-    heads: dict[int, str],
-) -> None:
-    series_plan = next((p for p in planned if p.kind == "series"), None)
-    if series_plan is None or len(series_plan.prs) < 2:
-        return
+def handle_conflict_matrix(ctx: TaskContext) -> None:
+    """Pairwise conflicts of a series' live PRs on the base (generated files ignored), cached
+    by head SHAs, stored on the series for the dashboard."""
+    repo, key = ctx.payload.get("repo"), ctx.payload.get("series_key")
+    if not isinstance(repo, str) or not isinstance(key, str):
+        raise BadInput(f"a conflict_matrix task needs 'repo' and 'series_key', got {ctx.payload!r}")
+    with Session(ctx.engine) as session:
+        repository = store.get_repository(session, full_name=repo)
+        series = (
+            session.exec(
+                select(Series).where(Series.repo_id == repository.id, Series.key == key)
+            ).first()
+            if repository is not None
+            else None
+        )
+        if repository is None or series is None or len(series.order) < 2:
+            return
+        heads = {
+            row.number: row.head_sha
+            for row in store.list_pulls(session, repo_id=repository.id or 0)
+            if row.number in series.order
+        }
+        clone_url, base_ref, series_id = repository.clone_url, repository.default_branch, series.id
+        order = [n for n in series.order if n in heads]
+    mirror = GitMirror.open_or_clone(clone_url, ctx.settings.mirrors_dir)
+    base_sha = mirror.rev_parse(base_ref)
     matrix = conflict_matrix(
         mirror,
         Sha(base_sha),
-        [(n, Sha(heads[n])) for n in series_plan.prs],
-        generated=settings.generated_files,
+        [(PrNumber(n), Sha(heads[n])) for n in order],
+        generated=ctx.settings.generated_files,
         cache=_MATRIX_CACHES.setdefault(str(mirror.git_dir), _new_matrix_cache()),
     )
-    with session_scope(engine) as session:
-        series = session.exec(
-            select(Series).where(Series.repo_id == repo_id, Series.key == series_key)
-        ).first()
-        if series is not None:
-            series.conflict_matrix = matrix.to_json()
-            session.add(series)
+    with session_scope(ctx.engine) as session:
+        row = session.get(Series, series_id)
+        if row is not None:
+            row.conflict_matrix = matrix.to_json()
+            session.add(row)
 
 
 _MATRIX_CACHES: dict[str, Any] = {}
@@ -320,6 +328,13 @@ def handle_integrate(ctx: TaskContext) -> None:
     if outcome.affected:
         payload, dedupe = report_follow_up(repo, outcome.affected)
         ctx.enqueue(REPORT, payload, dedupe_key=dedupe)
+    if isinstance(key, str) and outcome.run_ids:
+        # After the reports: the matrix is for the dashboard, and costs a merge per pair.
+        ctx.enqueue(
+            CONFLICT_MATRIX,
+            {"repo": repo, "series_key": key},
+            dedupe_key=f"{CONFLICT_MATRIX}:{repo}:{key}",
+        )
 
 
 # Scan caches live as long as the worker process: a later run re-parses only changed files;
@@ -457,3 +472,4 @@ def register_tasks(registry: TaskRegistry) -> None:
     registry.add(POLL_JOBS, handle_poll_jobs)
     registry.add(BASE_MOVED, handle_base_moved)
     registry.add(RETEST, handle_retest)
+    registry.add(CONFLICT_MATRIX, handle_conflict_matrix)

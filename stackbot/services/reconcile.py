@@ -16,11 +16,11 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
-from stackbot.db.models import PullRequest
+from stackbot.db.models import PullRequest, Task
 from stackbot.domain.records import PrRecord
 from stackbot.services.sync import SYNC_PULL
 from stackbot.worker import queue
@@ -85,11 +85,22 @@ def schedule_reconcile(session: Session, *, repo: str | None, delay_s: float = 0
     queue.enqueue(session, RECONCILE, {"repo": repo}, dedupe_key=key, run_after=run_after)
 
 
+def ensure_reconcile_scheduled(session: Session, *, delay_s: float) -> None:
+    """Queue the periodic repair unless a round is already pending or running (so activity
+    never postpones it)."""
+    waiting = session.exec(
+        select(Task.id).where(Task.kind == RECONCILE, col(Task.status).in_(["pending", "running"]))
+    ).first()
+    if waiting is None:
+        schedule_reconcile(session, repo=None, delay_s=delay_s)
+
+
 def seed_reconcile(engine: Engine) -> None:
-    """Start the periodic repair when a worker starts (one pending round at most: the dedupe
-    key collapses what several workers seed)."""
+    """When a worker starts with repositories to watch, repair what was missed while no worker
+    ran; the first sync of a new repository starts the rounds otherwise."""
     with session_scope(engine) as session:
-        schedule_reconcile(session, repo=None, delay_s=0.0)
+        if store.tracked_repositories(session):
+            ensure_reconcile_scheduled(session, delay_s=0.0)
 
 
 def _scheduler(repo: str | None, delay_s: float) -> Callable[[Session], None]:

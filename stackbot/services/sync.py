@@ -185,6 +185,8 @@ def _clone_url(client: Any, repo: str) -> str:
 def handle_sync_pull(ctx: TaskContext) -> None:
     repo, number = _repo_and_number(ctx.payload)
     outcome = sync_pull_request(ctx.engine, ctx.github(), ctx.settings, repo=repo, number=number)
+    interval = ctx.settings.worker.reconcile_interval_s
+    ctx.on_completion(lambda session: _keep_reconciling(session, interval))
     if not outcome.changed:
         log.info("sync %s#%d: nothing an integration depends on changed", repo, number)
         return
@@ -200,6 +202,12 @@ def handle_sync_pull(ctx: TaskContext) -> None:
     # The PR's own report and those that show it as a parent or child.
     payload, dedupe = report_follow_up(repo, outcome.related)
     ctx.enqueue(REPORT, payload, dedupe_key=dedupe)
+
+
+def _keep_reconciling(session: Session, interval: float) -> None:
+    from stackbot.services.reconcile import ensure_reconcile_scheduled  # (it imports this module)
+
+    ensure_reconcile_scheduled(session, delay_s=interval)
 
 
 def _repo_and_number(payload: dict[str, Any]) -> tuple[str, int]:

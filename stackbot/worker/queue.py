@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,7 +25,7 @@ from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
-from stackbot.db.engine import session_scope
+from stackbot.db.engine import session_scope, sqlite_writer
 from stackbot.db.models import Task
 from stackbot.errors import Disposition, RetryLater, disposition
 
@@ -45,22 +43,6 @@ class LeaseLost(Exception):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-_SQLITE_WRITERS: dict[str, threading.RLock] = {}
-
-
-def sqlite_writer(engine: Engine) -> AbstractContextManager[Any]:
-    """Serialise this process's writes to one SQLite file (no-op on PostgreSQL).
-
-    Threads that collide on SQLite's own lock wait in its busy handler, which sleeps up to
-    100 ms between tries; threads queued on a Python lock are woken the moment the previous
-    write ends. That difference set the webhook intake's p99 (benchmarks/bench_webhooks.py).
-    Re-entrant, so a write made inside another (a completion's follow-ups) cannot deadlock.
-    """
-    if engine.dialect.name != "sqlite":
-        return nullcontext()
-    return _SQLITE_WRITERS.setdefault(str(engine.url), threading.RLock())
 
 
 def write_connection(engine: Engine) -> Connection:

@@ -128,7 +128,10 @@ def test_reconciliation_repairs_lost_deliveries(pipeline: Pipeline) -> None:
         child,
         late,
     }
-    [next_round] = pipeline.tasks("reconcile")  # it rescheduled itself
+    rounds = pipeline.tasks("reconcile")
+    [next_round] = [t for t in rounds if t.payload.get("repo") == pipeline.repo]  # rescheduled
+    # and the round over every tracked repository, which the first sync started, is pending
+    assert [t.payload for t in rounds if t.payload.get("repo") is None] == [{"repo": None}]
     assert next_round.dedupe_key == f"reconcile:{pipeline.repo}"
     due = next_round.run_after.replace(tzinfo=next_round.run_after.tzinfo or UTC)
     interval = timedelta(seconds=pipeline.settings.worker.reconcile_interval_s)
