@@ -97,6 +97,9 @@ class Settings(BaseSettings):
     github_private_key_path: Path | None = None
     github_api_url: str = "https://api.github.com"
     repo: str | None = None
+    # GitHub's content-creation limits, which every write is paced to stay under.
+    github_writes_per_minute: int = Field(default=80, ge=1)
+    github_writes_per_hour: int = Field(default=500, ge=1)
     # Base URL of the dashboard, used for links in PR comments and check runs.
     public_url: str = "http://127.0.0.1:8000"
 
@@ -131,7 +134,9 @@ class Settings(BaseSettings):
     @field_validator("repo")
     @classmethod
     def _repo_is_owner_slash_name(cls, value: str | None) -> str | None:
-        if value is not None and (value.count("/") != 1 or value.startswith("/") or value.endswith("/")):
+        if value is not None and (
+            value.count("/") != 1 or value.startswith("/") or value.endswith("/")
+        ):
             raise ValueError(f"STACKBOT_REPO must be 'owner/name', got {value!r}")
         return value
 

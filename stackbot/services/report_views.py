@@ -12,13 +12,21 @@ each test job the newest baseline job on the run's base commit with the same tes
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlmodel import Session, col, select
 
 from stackbot.config import Settings
 from stackbot.db import github_store as store
-from stackbot.db.models import IntegrationRun, IntegrationStep, Job, PullRequest, TestResult
+from stackbot.db.models import (
+    DependencyEdge,
+    IntegrationRun,
+    IntegrationStep,
+    Job,
+    PullRequest,
+    TestResult,
+)
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.domain.report import (
     AllowlistView,
@@ -36,21 +44,48 @@ from stackbot.errors import BadInput
 FINISHED = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
 
 
+@dataclass(frozen=True)
+class _RepoGraph:
+    """What every view of one repository reads: its edges and PRs, loaded once per batch."""
+
+    edges: list[DependencyEdge]
+    rows: dict[int, PullRequest]
+
+
 def build_report_views(
     session: Session, settings: Settings, *, repo: str, numbers: Sequence[int]
 ) -> list[PrReportView]:
-    views = [build_report_view(session, settings, repo=repo, number=n) for n in numbers]
+    repository = store.get_repository(session, full_name=repo)
+    if repository is None or repository.id is None:
+        return []
+    graph = _RepoGraph(
+        store.list_edges(session, repo_id=repository.id),
+        {row.number: row for row in store.list_pulls(session, repo_id=repository.id)},
+    )
+    views = [
+        build_report_view(session, settings, repo=repo, number=n, graph=graph) for n in numbers
+    ]
     return [view for view in views if view is not None]
 
 
 def build_report_view(
-    session: Session, settings: Settings, *, repo: str, number: int
+    session: Session,
+    settings: Settings,
+    *,
+    repo: str,
+    number: int,
+    graph: _RepoGraph | None = None,
 ) -> PrReportView | None:
     repository = store.get_repository(session, full_name=repo)
     if repository is None or repository.id is None:
         return None
     repo_id = repository.id
-    pr = store.get_pull(session, repo_id=repo_id, number=number)
+    if graph is None:
+        graph = _RepoGraph(
+            store.list_edges(session, repo_id=repo_id),
+            {row.number: row for row in store.list_pulls(session, repo_id=repo_id)},
+        )
+    pr = graph.rows.get(number)
     if pr is None:
         return None
     base_url = settings.public_url.rstrip("/")
@@ -72,7 +107,7 @@ def build_report_view(
         pr=_ref(pr),
         head_sha=pr.head_sha,
         approval=_approval(session, repo_id, pr),
-        stack=_stack(session, repo_id, number, series_key),
+        stack=_stack(session, repo_id, number, series_key, graph),
         stack_integration=_integration(session, stack_run, generated, base_url),
         series_integration=_integration(session, series_run, generated, base_url),
         allowlist=_allowlist(stack_run or series_run, settings),
@@ -101,11 +136,12 @@ def _approval(session: Session, repo_id: int, pr: PullRequest) -> ApprovalView:
     return ApprovalView("waiting", earlier_sha=earlier)
 
 
-def _stack(session: Session, repo_id: int, number: int, series_key: str | None) -> StackView:
-    edges = store.list_edges(session, repo_id=repo_id)
+def _stack(
+    session: Session, repo_id: int, number: int, series_key: str | None, graph: _RepoGraph
+) -> StackView:
+    edges, rows = graph.edges, graph.rows
     parents = sorted({e.parent for e in edges if e.child == number})
     children = sorted({e.child for e in edges if e.parent == number})
-    rows = {row.number: row for row in store.list_pulls(session, repo_id=repo_id)}
 
     def refs(numbers: list[int]) -> tuple[PrRef, ...]:
         return tuple(_ref(rows[n]) if n in rows else PrRef(n, state="unknown") for n in numbers)

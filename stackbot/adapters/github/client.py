@@ -125,6 +125,9 @@ class GitHubClient:
             seconds_between_requests=None,
             seconds_between_writes=None,  # the WritePacer paces writes
         )
+        pacer = pacer or shared_write_pacer(
+            settings.github_writes_per_minute, settings.github_writes_per_hour
+        )
         return cls(github.requester, api_url=api_url, policy=policy, pacer=pacer, tokens=tokens)
 
     # -- transport ------------------------------------------------------------------------------

@@ -88,10 +88,21 @@ _SHARED: WritePacer | None = None
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_write_pacer() -> WritePacer:
-    """The process-wide pacer every GitHub client uses unless given its own."""
+_OTHERS: dict[tuple[int, int], WritePacer] = {}
+
+
+def shared_write_pacer(
+    per_minute: int = WRITES_PER_MINUTE, per_hour: int = WRITES_PER_HOUR
+) -> WritePacer:
+    """The process-wide pacer every GitHub client with these limits uses unless given its own
+    (GitHub's own limits by default; a GitHub Enterprise server or the stand-in may differ)."""
     global _SHARED
     with _SHARED_LOCK:
+        if (per_minute, per_hour) != (WRITES_PER_MINUTE, WRITES_PER_HOUR):
+            key = (per_minute, per_hour)
+            if key not in _OTHERS:
+                _OTHERS[key] = WritePacer(per_minute=per_minute, per_hour=per_hour)
+            return _OTHERS[key]
         if _SHARED is None:
             _SHARED = WritePacer()
         return _SHARED
