@@ -52,7 +52,7 @@ def test_config_path_from_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("STACKBOT_CONFIG", str(path))
     assert load_settings().public_url == "https://stackbot.example.com"
     monkeypatch.setenv("STACKBOT_CONFIG", str(tmp_path / "missing.toml"))
-    with pytest.raises(FileNotFoundError, match="missing.toml"):
+    with pytest.raises(FileNotFoundError, match=r"missing\.toml"):
         load_settings()
 
 

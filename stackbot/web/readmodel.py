@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func
+from sqlalchemy import select as select_columns
 from sqlmodel import Session, col, select
 
 from stackbot.db.models import (
@@ -450,23 +451,23 @@ def pull_rows(session: Session, repo_id: int, numbers: Iterable[int]) -> list[Pu
     prs = {
         pr.number: pr
         for pr in session.execute(
-            select(
-                PullRequest.number,
-                PullRequest.title,
-                PullRequest.author,
-                PullRequest.state,
-                PullRequest.draft,
-                PullRequest.merged,
-                PullRequest.head_sha,
-                PullRequest.superseded_by,
-            ).where(PullRequest.repo_id == repo_id, col(PullRequest.number).in_(numbers))
+            select_columns(
+                col(PullRequest.number),
+                col(PullRequest.title),
+                col(PullRequest.author),
+                col(PullRequest.state),
+                col(PullRequest.draft),
+                col(PullRequest.merged),
+                col(PullRequest.head_sha),
+                col(PullRequest.superseded_by),
+            ).where(col(PullRequest.repo_id) == repo_id, col(PullRequest.number).in_(numbers))
         ).all()
     }
     approvals: dict[tuple[int, str], str] = {
         (a.pr_number, a.sha): a.vetter
         for a in session.execute(
-            select(Approval.pr_number, Approval.sha, Approval.vetter).where(
-                Approval.repo_id == repo_id, col(Approval.pr_number).in_(numbers)
+            select_columns(col(Approval.pr_number), col(Approval.sha), col(Approval.vetter)).where(
+                col(Approval.repo_id) == repo_id, col(Approval.pr_number).in_(numbers)
             )
         ).all()
     }
@@ -511,7 +512,7 @@ def pull_rows(session: Session, repo_id: int, numbers: Iterable[int]) -> list[Pu
 
 
 # What a job summary needs: everything but the (large) result JSON.
-_JOB_COLUMNS = (
+_JOB_COLUMNS: tuple[Any, ...] = (
     Job.id,
     Job.test_set,
     Job.shape,
@@ -537,14 +538,16 @@ def _test_cells(session: Session, runs: Sequence[Any]) -> dict[int, tuple[TestCe
     if not run_ids:
         return {}
     jobs = session.execute(
-        select(*_JOB_COLUMNS).where(col(Job.integration_run_id).in_(run_ids)).order_by(col(Job.id))
+        select_columns(*_JOB_COLUMNS)
+        .where(col(Job.integration_run_id).in_(run_ids))
+        .order_by(col(Job.id))
     ).all()
     base_shas = {run.base_sha for run in runs if run.base_sha}
     baselines: dict[tuple[str, str, str], Any] = {}
     if base_shas:
         for job in session.execute(
-            select(*_JOB_COLUMNS)
-            .where(Job.kind == "baseline", col(Job.commit_sha).in_(base_shas))
+            select_columns(*_JOB_COLUMNS)
+            .where(col(Job.kind) == "baseline", col(Job.commit_sha).in_(base_shas))
             .order_by(col(Job.id))
         ).all():
             baselines[(job.commit_sha, job.test_set, job.shape)] = job  # newest wins

@@ -17,7 +17,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session, col
 
-from stackbot.db.engine import make_engine
+from stackbot.db.engine import make_engine, sqlite_writer
 from stackbot.db.models import PullRequest, Repository, WebhookDelivery
 from stackbot.errors import RetryLater
 from stackbot.worker import queue
@@ -89,7 +89,7 @@ def _record(
     }
     if engine.dialect.name == "postgresql":
         return _record_in_one_statement(engine, values, enqueue=ignored_because is None)
-    with queue.sqlite_writer(engine), queue.write_connection(engine) as conn, conn.begin():
+    with sqlite_writer(engine), queue.write_connection(engine) as conn, conn.begin():
         statement = (
             sqlite.insert(WebhookDelivery)
             .values(values)

@@ -87,7 +87,9 @@ class Series(SQLModel, table=True):
     # [{"kind", "prs", "detail"}] from the last graph build.
     problems: list[dict[str, Any]] = Field(default_factory=list, sa_column=json_column())
     # The pairwise conflict matrix of the live PRs (stackbot.services.conflicts), or null.
-    conflict_matrix: dict[str, Any] | None = Field(default=None, sa_column=json_column(nullable=True))
+    conflict_matrix: dict[str, Any] | None = Field(
+        default=None, sa_column=json_column(nullable=True)
+    )
     status: str = Field(default="new", max_length=30)
     updated_at: datetime = Field(default_factory=utcnow, sa_column=time_column())
 
@@ -111,7 +113,9 @@ class WebhookDelivery(SQLModel, table=True):
     action: str | None = Field(default=None, max_length=60)
     repo_full_name: str | None = Field(default=None, max_length=200)
     body: bytes = Field(sa_column=blob_column())
-    status: str = Field(default="recorded", max_length=20)  # recorded | processed | ignored | failed
+    status: str = Field(
+        default="recorded", max_length=20
+    )  # recorded | processed | ignored | failed
     error: str | None = Field(default=None, sa_column=text_column())
     received_at: datetime = Field(default_factory=utcnow, sa_column=time_column(index=True))
     processed_at: datetime | None = Field(default=None, sa_column=time_column(nullable=True))

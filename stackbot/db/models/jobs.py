@@ -18,7 +18,9 @@ class Job(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     repo_id: int = Field(foreign_key="repositories.id", index=True)
     # The integration run whose tree this job tests; None for a baseline job on the base branch.
-    integration_run_id: int | None = Field(default=None, foreign_key="integration_runs.id", index=True)
+    integration_run_id: int | None = Field(
+        default=None, foreign_key="integration_runs.id", index=True
+    )
     kind: str = Field(default="integration", max_length=20)  # integration | baseline
     base_ref: str | None = Field(default=None, max_length=255)
     test_set: str = Field(max_length=100)
