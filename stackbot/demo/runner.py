@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlmodel import Session, select
 
+from gpu_jobs.executors.pool import detect_gpus
 from stackbot.config import Settings, load_settings
 from stackbot.db import migrate
 from stackbot.db.models import Job, Task
@@ -96,6 +97,9 @@ class DemoStack:
             "public_url": self.url,
             "executor": "local",
             "vetting": {"vetters": [], "trusted_authors": [scenario.TRUSTED], "trusted_orgs": []},
+            # node-check tells a broken GPU node from a failing test; on a host without GPUs the
+            # ranks are CPU processes with gloo, so it would only double every job's time.
+            "job_node_check": bool(detect_gpus()),
         }
         options.update(self.overrides)
         settings = load_settings(**options)
