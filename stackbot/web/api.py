@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
-from stackbot.db.models import Job, TestResult
 from stackbot.web import readmodel
-from stackbot.web.joblogs import read_log
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -62,14 +60,7 @@ def api_run(request: Request, run_id: int) -> dict[str, Any]:
     return {
         **summary.to_json(),
         "steps": [step.to_json() for step in steps],
-        "tests": [
-            {
-                "label": cell.label,
-                "job": cell.job.to_json() if cell.job else None,
-                "baseline": cell.baseline.to_json() if cell.baseline else None,
-            }
-            for cell in tests
-        ],
+        "tests": [cell.to_json() for cell in tests],
     }
 
 
@@ -83,28 +74,10 @@ def api_jobs(request: Request) -> dict[str, list[dict[str, Any]]]:
 @router.get("/jobs/{job_id}", summary="One job with its per-test results and log")
 def api_job(request: Request, job_id: int) -> dict[str, Any]:
     with _session(request) as session:
-        job = session.get(Job, job_id)
-        if job is None:
-            raise HTTPException(404, f"no job {job_id}")
-        source = job.reused_from_job_id or job_id
-        tests = session.exec(
-            select(TestResult).where(TestResult.job_id == source).order_by(col(TestResult.nodeid))
-        ).all()
-        original = session.get(Job, source)
-        return {
-            **readmodel.job_summary(job).to_json(),
-            "result": job.result,
-            "tests": [
-                {
-                    "nodeid": t.nodeid,
-                    "outcome": t.outcome,
-                    "duration_s": t.duration_s,
-                    "failed_ranks": t.failed_ranks,
-                }
-                for t in tests
-            ],
-            "log": read_log(original.out_dir if original else job.out_dir),
-        }
+        detail = readmodel.job_detail(session, job_id)
+    if detail is None:
+        raise HTTPException(404, f"no job {job_id}")
+    return detail.to_json()
 
 
 @router.get("/tasks", summary="Task queue counts and dead letters")

@@ -12,12 +12,11 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
-from stackbot.db.models import Job, TestResult
 from stackbot.domain.graph_layout import GraphEdge, GraphNode, layout_graph
 from stackbot.web import readmodel
-from stackbot.web.joblogs import read_log, tail_line
+from stackbot.web.joblogs import tail_line
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals["slug"] = readmodel.series_slug
@@ -103,18 +102,11 @@ def jobs(request: Request) -> HTMLResponse:
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
 def job(request: Request, job_id: int) -> HTMLResponse:
     with _session(request) as session:
-        row = session.get(Job, job_id)
-        if row is None:
-            raise HTTPException(404, f"no job {job_id}")
-        source = row.reused_from_job_id or job_id
-        tests = session.exec(
-            select(TestResult).where(TestResult.job_id == source).order_by(col(TestResult.nodeid))
-        ).all()
-        summary = readmodel.job_summary(row)
-        original = session.get(Job, source)
-        log = read_log(original.out_dir if original else row.out_dir)
+        detail = readmodel.job_detail(session, job_id)
+    if detail is None:
+        raise HTTPException(404, f"no job {job_id}")
     return TEMPLATES.TemplateResponse(
-        request, "job.html", {"job": summary, "tests": tests, "log": log}
+        request, "job.html", {"job": detail.summary, "tests": detail.tests, "log": detail.log}
     )
 
 

@@ -28,7 +28,9 @@ from stackbot.db.models import (
     Series,
     SeriesMember,
     Task,
+    TestResult,
 )
+from stackbot.web.joblogs import read_log
 
 FINISHED_JOB_STATES = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
 
@@ -131,6 +133,13 @@ class TestCell:
         main = self.baseline.counts_text if self.baseline else "not run"
         return f"{ours} · main: {main}"
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "job": self.job.to_json() if self.job else None,
+            "baseline": self.baseline.to_json() if self.baseline else None,
+        }
+
     @property
     def state(self) -> str:
         if self.job is None:
@@ -221,14 +230,7 @@ class PullRow:
             "superseded_by": self.superseded_by,
             "approval": self.approval,
             "stack_run": self.stack_run.to_json() if self.stack_run else None,
-            "tests": [
-                {
-                    "label": cell.label,
-                    "job": cell.job.to_json() if cell.job else None,
-                    "baseline": cell.baseline.to_json() if cell.baseline else None,
-                }
-                for cell in self.tests
-            ],
+            "tests": [cell.to_json() for cell in self.tests],
         }
 
 
@@ -314,14 +316,7 @@ class SeriesPage:
             "edges": [{"child": c, "parent": p, "source": s} for c, p, s in self.edges],
             "series_run": self.series_run.to_json() if self.series_run else None,
             "series_steps": [step.to_json() for step in self.series_steps],
-            "series_tests": [
-                {
-                    "label": cell.label,
-                    "job": cell.job.to_json() if cell.job else None,
-                    "baseline": cell.baseline.to_json() if cell.baseline else None,
-                }
-                for cell in self.series_tests
-            ],
+            "series_tests": [cell.to_json() for cell in self.series_tests],
             "conflict_matrix": self.conflict_matrix,
         }
 
@@ -593,6 +588,45 @@ def job_summary(job: Any) -> JobSummary:
         out_dir=job.out_dir,
         error=job.error,
     )
+
+
+@dataclass(frozen=True)
+class JobDetail:
+    """A job with its per-test results and log; a reused job shows its original's."""
+
+    summary: JobSummary
+    result: dict[str, Any] | None
+    tests: tuple[TestResult, ...]
+    log: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.summary.to_json(),
+            "result": self.result,
+            "tests": [
+                {
+                    "nodeid": t.nodeid,
+                    "outcome": t.outcome,
+                    "duration_s": t.duration_s,
+                    "failed_ranks": t.failed_ranks,
+                }
+                for t in self.tests
+            ],
+            "log": self.log,
+        }
+
+
+def job_detail(session: Session, job_id: int) -> JobDetail | None:
+    job = session.get(Job, job_id)
+    if job is None:
+        return None
+    source = job.reused_from_job_id or job_id
+    tests = session.exec(
+        select(TestResult).where(TestResult.job_id == source).order_by(col(TestResult.nodeid))
+    ).all()
+    original = session.get(Job, source)
+    log = read_log(original.out_dir if original else job.out_dir)
+    return JobDetail(job_summary(job), job.result, tuple(tests), log)
 
 
 def _run_summary(run: IntegrationRun) -> RunSummary:
