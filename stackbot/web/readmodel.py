@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -96,25 +96,7 @@ class JobSummary:
         return ", ".join(parts) if parts else f"{self.status}, no tests"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "test_set": self.test_set,
-            "shape": self.shape,
-            "status": self.status,
-            "counts": self.counts,
-            "kind": self.kind,
-            "tree_sha": self.tree_sha,
-            "commit_sha": self.commit_sha,
-            "integration_run_id": self.integration_run_id,
-            "reused_from_job_id": self.reused_from_job_id,
-            "node": self.node,
-            "executor": self.executor,
-            "created_at": _iso(self.created_at),
-            "started_at": _iso(self.started_at),
-            "finished_at": _iso(self.finished_at),
-            "duration_s": self.duration_s,
-            "error": self.error,
-        }
+        return _fields_json(self, {"duration_s": self.duration_s})
 
 
 @dataclass(frozen=True)
@@ -167,22 +149,7 @@ class RunSummary:
     finished_at: datetime | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "status": self.status,
-            "series_key": self.series_key,
-            "target_pr": self.target_pr,
-            "base_ref": self.base_ref,
-            "base_sha": self.base_sha,
-            "final_tree": self.final_tree,
-            "final_commit": self.final_commit,
-            "heads": self.heads,
-            "allowlist": self.allowlist,
-            "error": self.error,
-            "created_at": _iso(self.created_at),
-            "finished_at": _iso(self.finished_at),
-        }
+        return _fields_json(self)
 
 
 @dataclass(frozen=True)
@@ -249,19 +216,7 @@ class StepRow:
     messages: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "position": self.position,
-            "pr_number": self.pr_number,
-            "head_sha": self.head_sha,
-            "outcome": self.outcome,
-            "tree": self.tree,
-            "commit": self.commit,
-            "conflicts": self.conflicts,
-            "conflicts_with": self.conflicts_with,
-            "resolution": self.resolution,
-            "skipped_reason": self.skipped_reason,
-            "messages": self.messages,
-        }
+        return _fields_json(self)
 
 
 @dataclass(frozen=True)
@@ -277,17 +232,7 @@ class SeriesListRow:
     latest_run_status: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "slug": self.slug,
-            "repo": self.repo,
-            "pr_count": self.pr_count,
-            "open_count": self.open_count,
-            "problems": self.problems,
-            "status": self.status,
-            "updated_at": _iso(self.updated_at),
-            "latest_run_status": self.latest_run_status,
-        }
+        return _fields_json(self)
 
 
 @dataclass(frozen=True)
@@ -783,3 +728,12 @@ def change_token(session: Session) -> str:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
+
+
+def _fields_json(row: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A frozen dataclass's fields as JSON (datetimes in ISO 8601), plus ``extra``."""
+    data = {
+        f.name: _iso(value) if isinstance(value := getattr(row, f.name), datetime) else value
+        for f in fields(row)
+    }
+    return {**data, **(extra or {})}
