@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import uvicorn
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
@@ -51,6 +52,10 @@ def pipeline_settings(standin: StandinWorld, tmp_path: Path) -> Settings:
         webhook_secret=WEBHOOK_SECRET,
         vetting=VETTING,
         public_url="http://stackbot.test",
+        # The stand-in has no content-creation limit, and a test session writes more than
+        # GitHub's 80 a minute / 500 an hour, which the pacer would otherwise wait out.
+        github_writes_per_minute=10**6,
+        github_writes_per_hour=10**6,
     )
 
 
@@ -235,3 +240,16 @@ def _resolve(bare: Path, ref: str) -> str | None:
         text=True,
     )
     return result.stdout.strip() or None
+
+
+# -- fixtures (the sync, vetting and reports packages' conftests import these) ---------------
+
+
+@pytest.fixture
+def bot_settings(standin: StandinWorld, tmp_path: Path) -> Settings:
+    return pipeline_settings(standin, tmp_path)
+
+
+@pytest.fixture
+def pipeline(standin: StandinWorld, bot_settings: Settings, engine: Engine) -> Iterator[Pipeline]:
+    yield from make_pipeline(standin, bot_settings, engine)
