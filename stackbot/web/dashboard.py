@@ -61,7 +61,11 @@ def series(request: Request, slug: str) -> HTMLResponse:
     if page is None:
         raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
     nodes = [GraphNode(row.number, row.title, row.display_state) for row in page.pulls]
-    edges = [GraphEdge(child, parent, source) for child, parent, source in page.edges]
+    # One arrow per pair of PRs, labelled with every source that declares it.
+    sources: dict[tuple[int, int], list[str]] = {}
+    for child, parent, source in page.edges:
+        sources.setdefault((child, parent), []).append(source)
+    edges = [GraphEdge(c, p, ", ".join(sorted(found))) for (c, p), found in sources.items()]
     layout = layout_graph(nodes, edges)
     return TEMPLATES.TemplateResponse(request, "series.html", {"page": page, "layout": layout})
 

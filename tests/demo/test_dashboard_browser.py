@@ -36,7 +36,11 @@ def test_series_page_draws_the_graph_and_tables(page, demo: DemoRun) -> None:  #
     assert states["8748"] == "passed"
     assert states["8040"] == "superseded"
     edges = page.locator("#graph g.edge")
-    sources = {e.get_attribute("data-source") for e in edges.all()}
+    sources = {
+        source.strip()
+        for e in edges.all()
+        for source in (e.get_attribute("data-source") or "").split(",")
+    }
     assert {"depends_on", "base_branch"} <= sources
     rows = page.locator("#pulls tbody tr")
     assert rows.count() >= 6
