@@ -45,8 +45,9 @@ from sqlalchemy import text  # noqa: E402
 
 from stackbot.db import migrate  # noqa: E402
 from stackbot.db.engine import make_engine  # noqa: E402
+from tests.support.github_contract import github_dir  # noqa: E402
 
-EXAMPLE = REPO_ROOT.parent / "shared" / "github" / "examples" / "pull_request" / "synchronize.json"
+EXAMPLE = github_dir() / "examples" / "pull_request" / "synchronize.json"
 SECRET = "bench-webhook-secret-0123456789abcdef"
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 

@@ -1,7 +1,8 @@
 """GitHub's own contract, checked: webhook payload schemas and the REST API description.
 
 The files live in ``../shared/github`` (next to the checkout, or ``shared/github`` inside it;
-``STACKBOT_TEST_GITHUB_DIR`` overrides). Anything that sends deliveries or answers REST calls
+``STACKBOT_TEST_GITHUB_DIR`` overrides); a checkout without them (a CI clone elsewhere) uses the
+copy in ``tests/data/github`` (see :mod:`tests.support.vendor_github`). Anything that sends deliveries or answers REST calls
 in place of GitHub (the stand-in) is checked against them, and so can the webhook intake:
 
 - :func:`validate_delivery` checks a payload against ``webhook-schemas/<event>/<action>``;
@@ -47,7 +48,11 @@ class Operation:
 def github_dir() -> Path:
     explicit = os.environ.get("STACKBOT_TEST_GITHUB_DIR")
     candidates = [Path(explicit)] if explicit else []
-    candidates += [_CHECKOUT / "shared" / "github", _CHECKOUT.parent / "shared" / "github"]
+    candidates += [
+        _CHECKOUT / "shared" / "github",
+        _CHECKOUT.parent / "shared" / "github",
+        _CHECKOUT / "tests" / "data" / "github",
+    ]
     for candidate in candidates:
         if (candidate / "rest-api" / "api.github.com.json").is_file():
             return candidate

@@ -1,7 +1,8 @@
 """Signed GitHub webhook deliveries for tests and the benchmark.
 
-``EXAMPLES_DIR`` is GitHub's real example deliveries in ``../shared/github/examples`` (beside
-the checkout); tests that need them fail with a message naming the folder if it is missing.
+``EXAMPLES_DIR`` is GitHub's real example deliveries: ``examples/`` of the contract folder
+:func:`tests.support.github_contract.github_dir` finds (``../shared/github`` beside the
+checkout, else the copy in ``tests/data/github``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.github_contract import github_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES_DIR = REPO_ROOT.parent / "shared" / "github" / "examples"
+EXAMPLES_DIR = github_dir() / "examples"
 TEST_SECRET = "test-webhook-secret-0123456789abcdef"
 
 
@@ -64,8 +67,8 @@ def examples() -> list[Example]:
     """Every real example delivery, as the raw bytes on disk."""
     if not EXAMPLES_DIR.is_dir():
         raise FileNotFoundError(
-            f"GitHub's example deliveries are missing: expected {EXAMPLES_DIR} (the shared/ "
-            "folder beside the checkout)"
+            f"GitHub's example deliveries are missing: expected {EXAMPLES_DIR}; restore "
+            "tests/data/github (python -m tests.support.vendor_github)"
         )
     found = [
         Example(path.parent.name, path.stem, path.read_bytes())
