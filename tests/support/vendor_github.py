@@ -12,6 +12,7 @@ what this produces from the shared originals, wherever those are present.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -30,7 +31,9 @@ EXTRA_OPERATIONS = (
 EXTRA_COMPONENTS = ("#/components/schemas/basic-error", "#/components/schemas/pull-request-stack")
 
 
-def subset(document: dict[str, Any], needed: dict[str, Any]) -> dict[str, Any]:
+def subset(
+    document: dict[str, Any], needed: dict[str, Any], source_sha256: str = ""
+) -> dict[str, Any]:
     wanted_ids = {
         entry.get("octokit_operationId", entry["operationId"]) for entry in needed["operations"]
     } | set(EXTRA_OPERATIONS)
@@ -54,6 +57,7 @@ def subset(document: dict[str, Any], needed: dict[str, Any]) -> dict[str, Any]:
         "info": {
             **document["info"],
             "x-stackbot-subset": "operations stackbot uses; see tests/support/vendor_github.py",
+            "x-stackbot-source-sha256": source_sha256,
         },
         "paths": dict(sorted(paths.items())),
         "components": {s: dict(sorted(v.items())) for s, v in sorted(components.items())},
@@ -82,8 +86,9 @@ def build(shared: Path, target: Path) -> None:
     (target / "rest-api").mkdir(parents=True)
     needed_text = (shared / "rest-api" / "needed-operations.json").read_text()
     (target / "rest-api" / "needed-operations.json").write_text(needed_text)
-    document = json.loads((shared / "rest-api" / "api.github.com.json").read_text())
-    cut = subset(document, json.loads(needed_text))
+    raw = (shared / "rest-api" / "api.github.com.json").read_bytes()
+    cut = subset(json.loads(raw), json.loads(needed_text), hashlib.sha256(raw).hexdigest())
+    shutil.copy(shared / "rest-api" / "SOURCE.json", target / "rest-api" / "SOURCE.json")
     (target / "rest-api" / "api.github.com.json").write_text(
         json.dumps(cut, indent=1, sort_keys=True) + "\n"
     )
