@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import socket
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlmodel import Session, select
@@ -34,6 +31,7 @@ from stackbot.db.models._columns import utcnow
 from stackbot.demo import scenario
 from stackbot.standin import StandinServer
 from stackbot.web.app import create_app
+from stackbot.web.background import BackgroundServer
 
 APP_ID = 4242
 FINISHED_JOBS = ("passed", "failed", "error", "timeout", "infra", "cancelled")
@@ -64,8 +62,7 @@ class DemoStack:
         self.overrides = overrides or {}
         self.github = StandinServer(workdir / "github")
         self.settings: Settings | None = None
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._web: BackgroundServer | None = None
 
     @property
     def url(self) -> str:
@@ -76,15 +73,11 @@ class DemoStack:
         self.say(f"GitHub stand-in on {self.github.url}")
         key_path = self._app_key()
         secret = secrets.token_hex(32)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(("127.0.0.1", self.port))
-        except OSError as error:
-            raise RuntimeError(
-                f"port {self.port} is taken ({error.strerror}): pass another with --port"
-            ) from None
-        self.port = sock.getsockname()[1]
+            self._web = BackgroundServer(port=self.port, name="stackbot-serve")
+        except RuntimeError as error:
+            raise RuntimeError(f"{error}: pass another port with --port") from None
+        self.port = self._web.port
         options: dict[str, Any] = {
             "data_dir": self.workdir / "stackbot",
             "database_url": None,
@@ -105,18 +98,7 @@ class DemoStack:
         settings = load_settings(**options)
         settings.ensure_dirs()
         migrate.upgrade(settings.effective_database_url)
-        app = create_app(settings, worker=True)
-        config = uvicorn.Config(app, log_level="warning", access_log=False)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="stackbot-serve", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"stackbot did not start on {self.url}")
-            time.sleep(0.05)
+        self._web.start(create_app(settings, worker=True))
         self.github.control.configure_webhook(f"{self.url}/webhooks/github", secret)
         self.settings = settings
         self.say(f"stackbot on {self.url} (SQLite in {settings.data_dir})")
@@ -143,10 +125,8 @@ class DemoStack:
         return path
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=60)
+        if self._web is not None:
+            self._web.stop(timeout_s=60)
         self.github.stop()
 
 

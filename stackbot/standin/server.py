@@ -10,18 +10,14 @@ the state, which puts it into every URL it answers with.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from pathlib import Path
 from types import TracebackType
-
-import uvicorn
 
 from stackbot.standin import deliveries
 from stackbot.standin.app import create_standin_app
 from stackbot.standin.control import StandinControl
 from stackbot.standin.state import Clock, StandinState
+from stackbot.web.background import BackgroundServer
 
 STARTUP_TIMEOUT_S = 20.0
 
@@ -42,45 +38,25 @@ class StandinServer:
         self.control = StandinControl(state)
         self._host = host
         self._port = port
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._background: BackgroundServer | None = None
 
     @property
     def url(self) -> str:
         return self.state.base_url
 
     def start(self) -> StandinServer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, self._port))
-        host, port = sock.getsockname()[:2]
-        self._socket = sock
-        self.state.base_url = f"http://{host}:{port}"
-        config = uvicorn.Config(
-            create_standin_app(self.state), log_level="warning", access_log=False, lifespan="off"
+        self._background = BackgroundServer(host=self._host, port=self._port, name="github-standin")
+        self.state.base_url = self._background.url
+        self._background.start(
+            create_standin_app(self.state), timeout_s=STARTUP_TIMEOUT_S, lifespan="off"
         )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="github-standin", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the GitHub stand-in did not start on {self.url}")
-            time.sleep(0.02)
         return self
 
     def stop(self) -> None:
         deliveries.close(self.state)
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
-        self._server = self._thread = self._socket = None
+        if self._background is not None:
+            self._background.stop()
+        self._background = None
 
     def __enter__(self) -> StandinServer:
         return self.start()

@@ -8,17 +8,13 @@ a real worker over the task kinds this area handles until none is due. Tasks of 
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
@@ -31,6 +27,7 @@ from stackbot.db.models import Approval, Task
 from stackbot.domain.report import MARKER
 from stackbot.services import reconcile, reporting, sync, vetting
 from stackbot.web.app import create_app
+from stackbot.web.background import BackgroundServer
 from stackbot.worker import deliveries, queue
 from stackbot.worker.registry import TaskRegistry
 from stackbot.worker.runner import Worker
@@ -57,36 +54,6 @@ def pipeline_settings(standin: StandinWorld, tmp_path: Path) -> Settings:
         github_writes_per_minute=10**6,
         github_writes_per_hour=10**6,
     )
-
-
-class LiveApp:
-    """The stackbot app under a real uvicorn on a free port, in a thread."""
-
-    def __init__(self, settings: Settings, engine: Engine) -> None:
-        self._socket = socket.socket()
-        self._socket.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
-        config = uvicorn.Config(
-            create_app(settings, engine=engine), log_level="warning", access_log=False
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
-        )
-
-    def __enter__(self) -> LiveApp:
-        self._thread.start()
-        deadline = time.monotonic() + 20
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the stackbot app did not start within 20 s")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
-        self._socket.close()
 
 
 @dataclass
@@ -177,7 +144,7 @@ def make_pipeline(standin: StandinWorld, settings: Settings, engine: Engine) -> 
     registry = TaskRegistry()
     for module in (deliveries, sync, vetting, reconcile, reporting):
         module.register_tasks(registry)
-    with LiveApp(settings, engine) as app:
+    with BackgroundServer().serving(create_app(settings, engine=engine)) as app:
         standin.control.configure_webhook(
             f"{app.url}/webhooks/github", WEBHOOK_SECRET, mode="queue"
         )
