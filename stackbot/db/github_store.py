@@ -94,7 +94,7 @@ def save_pull(session: Session, *, repo_id: int, record: PrRecord) -> PullReques
     row.base_ref = record.base_ref
     row.base_sha = record.base_sha
     row.body = record.body
-    row.stack = _stack_json(record.stack)
+    row.stack = record.stack.to_json() if record.stack else None
     row.commits = [_commit_json(commit) for commit in record.commits]
     row.comments = [_comment_json(comment) for comment in record.comments]
     row.synced_at = utcnow()
@@ -126,37 +126,11 @@ def pr_record(row: PullRequest) -> PrRecord:
         base_ref=row.base_ref,
         base_sha=row.base_sha,
         body=row.body or "",
-        stack=_stack_record(row.stack),
+        stack=NativeStack.from_json(row.stack),
         commits=tuple(_commit_record(commit) for commit in row.commits),
         comments=tuple(_comment_record(comment) for comment in row.comments),
         author_association=row.author_association,
         head_repo=row.head_repo,
-    )
-
-
-def _stack_json(stack: NativeStack | None) -> dict[str, Any] | None:
-    if stack is None:
-        return None
-    return {
-        "id": stack.id,
-        "number": stack.number,
-        "size": stack.size,
-        "position": stack.position,
-        "base": {"ref": stack.base_ref, "sha": stack.base_sha},
-    }
-
-
-def _stack_record(data: dict[str, Any] | None) -> NativeStack | None:
-    if not data:
-        return None
-    base = data.get("base") or {}
-    return NativeStack(
-        id=data.get("id"),
-        number=data.get("number"),
-        size=data.get("size"),
-        position=data.get("position"),
-        base_ref=str(base.get("ref", "")),
-        base_sha=str(base.get("sha", "")),
     )
 
 

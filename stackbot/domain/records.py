@@ -7,6 +7,7 @@ They carry only what stackbot's decisions need.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from stackbot.domain.types import PrNumber
 
@@ -21,6 +22,30 @@ class NativeStack:
     position: int | None
     base_ref: str
     base_sha: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> NativeStack | None:
+        """GitHub's ``stack`` object (also how the database keeps it); None when absent."""
+        if not isinstance(data, dict) or not data:
+            return None
+        base = data.get("base") or {}
+        return cls(
+            id=data.get("id"),
+            number=data.get("number"),
+            size=data.get("size"),
+            position=data.get("position"),
+            base_ref=str(base.get("ref", "")),
+            base_sha=str(base.get("sha", "")),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "number": self.number,
+            "size": self.size,
+            "position": self.position,
+            "base": {"ref": self.base_ref, "sha": self.base_sha},
+        }
 
 
 @dataclass(frozen=True)

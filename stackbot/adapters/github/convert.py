@@ -21,20 +21,6 @@ def _login(user: Any) -> str:
     return str(user["login"]) if isinstance(user, dict) and user.get("login") else GHOST
 
 
-def native_stack(data: Any) -> NativeStack | None:
-    if not isinstance(data, dict):
-        return None
-    base = data.get("base") or {}
-    return NativeStack(
-        id=data.get("id"),
-        number=data.get("number"),
-        size=data.get("size"),
-        position=data.get("position"),
-        base_ref=str(base.get("ref", "")),
-        base_sha=str(base.get("sha", "")),
-    )
-
-
 def pr_record(data: dict[str, Any]) -> PrRecord:
     head, base = data.get("head") or {}, data.get("base") or {}
     head_repo = head.get("repo")
@@ -50,7 +36,7 @@ def pr_record(data: dict[str, Any]) -> PrRecord:
         base_ref=str(base.get("ref", "")),
         base_sha=str(base.get("sha", "")),
         body=str(data.get("body") or ""),
-        stack=native_stack(data.get("stack")),
+        stack=NativeStack.from_json(data.get("stack")),
         author_association=str(data.get("author_association") or "NONE"),
         head_repo=str(head_repo["full_name"])
         if isinstance(head_repo, dict) and head_repo.get("full_name")
