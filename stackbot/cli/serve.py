@@ -71,10 +71,11 @@ def load_serving_settings(*, webhooks: bool = True) -> Settings:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from stackbot.cli.tasks import service_registry
     from stackbot.web.app import create_app
 
     settings = load_serving_settings()
-    app = create_app(settings, worker=args.worker)
+    app = create_app(settings, worker=service_registry(settings) if args.worker else None)
     worker_note = "with an embedded worker" if args.worker else "no worker (run `stackbot worker`)"
     print(
         f"stackbot serving on http://{args.host}:{args.port} "

@@ -18,8 +18,9 @@ from types import FrameType
 from typing import Any
 
 from stackbot.cli.serve import load_serving_settings
+from stackbot.cli.tasks import service_registry
 from stackbot.db.engine import make_engine
-from stackbot.worker.registry import default_registry
+from stackbot.services.resources import WorkerResources
 from stackbot.worker.runner import Worker, new_worker_id
 
 log = logging.getLogger(__name__)
@@ -56,11 +57,19 @@ def _seconds(text: str) -> float:
 
 def _work(args: argparse.Namespace) -> int:
     settings = load_serving_settings(webhooks=False)
-    registry = default_registry(settings)
+    registry = service_registry(settings)
+    resources = WorkerResources(settings)  # one GitHub client, executor and caches for all
     engine = make_engine(settings.effective_database_url, pool_size=2 * args.concurrency + 2)
     base_id = new_worker_id()
     workers = [
-        Worker(engine, settings, registry, worker_id=f"{base_id}-{n}", lease_s=args.lease)
+        Worker(
+            engine,
+            settings,
+            registry,
+            worker_id=f"{base_id}-{n}",
+            lease_s=args.lease,
+            resources=resources,
+        )
         for n in range(args.concurrency)
     ]
     print(

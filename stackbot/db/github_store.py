@@ -228,6 +228,24 @@ def list_series(session: Session, *, repo_id: int) -> list[Series]:
     return list(session.exec(statement))
 
 
+def get_series(session: Session, *, repo_id: int, key: str) -> Series | None:
+    return session.exec(select(Series).where(Series.repo_id == repo_id, Series.key == key)).first()
+
+
+def get_series_by_id(session: Session, *, series_id: int) -> Series | None:
+    return session.get(Series, series_id)
+
+
+def series_member_numbers(session: Session, *, series_id: int) -> list[int]:
+    """Every PR the series holds (merged, closed and superseded members too), ascending."""
+    statement = select(SeriesMember.pr_number).where(SeriesMember.series_id == series_id)
+    return sorted(set(session.exec(statement)))
+
+
+def list_repositories(session: Session) -> list[Repository]:
+    return list(session.exec(select(Repository).order_by(col(Repository.id))))
+
+
 def series_keys_of(session: Session, *, repo_id: int, number: int) -> list[str]:
     statement = (
         select(Series.key)

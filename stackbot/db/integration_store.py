@@ -145,3 +145,47 @@ def _report(data: dict[str, Any] | None) -> AllowlistReport | None:
         unparsed=tuple(data["unparsed"]),
         checker=data.get("checker"),
     )
+
+
+# -- queries the pipeline asks by name --------------------------------------------------------
+
+
+def get_run(session: Session, *, run_id: int) -> IntegrationRun | None:
+    return session.get(IntegrationRun, run_id)
+
+
+def recent_runs(
+    session: Session, *, repo_id: int, kind: RunKind, base_sha: str, name: str, limit: int = 5
+) -> list[IntegrationRun]:
+    """The newest runs of this kind and name on this base commit, newest first."""
+    statement = select(IntegrationRun).where(
+        IntegrationRun.repo_id == repo_id,
+        IntegrationRun.kind == kind.value,
+        IntegrationRun.base_sha == base_sha,
+        IntegrationRun.name == name,
+    )
+    return list(session.exec(statement.order_by(col(IntegrationRun.id).desc()).limit(limit)))
+
+
+def latest_stack_run(session: Session, *, repo_id: int, target_pr: int) -> IntegrationRun | None:
+    """The newest stack run made for PR ``target_pr``."""
+    return session.exec(
+        select(IntegrationRun)
+        .where(
+            IntegrationRun.repo_id == repo_id,
+            IntegrationRun.kind == RunKind.STACK.value,
+            IntegrationRun.target_pr == target_pr,
+        )
+        .order_by(col(IntegrationRun.id).desc())
+    ).first()
+
+
+def steps_of(session: Session, *, run_id: int) -> list[IntegrationStep]:
+    """The run's steps in merge order."""
+    return list(
+        session.exec(
+            select(IntegrationStep)
+            .where(IntegrationStep.run_id == run_id)
+            .order_by(col(IntegrationStep.position))
+        )
+    )

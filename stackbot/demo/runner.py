@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlmodel import Session, select
 
 from gpu_jobs.executors.pool import detect_gpus
+from stackbot.cli.tasks import service_registry
 from stackbot.config import Settings, load_settings
 from stackbot.db import migrate
 from stackbot.db.models import Job, Task
@@ -98,7 +99,7 @@ class DemoStack:
         settings = load_settings(**options)
         settings.ensure_dirs()
         migrate.upgrade(settings.effective_database_url)
-        self._web.start(create_app(settings, worker=True))
+        self._web.start(create_app(settings, worker=service_registry(settings)))
         self.github.control.configure_webhook(f"{self.url}/webhooks/github", secret)
         self.settings = settings
         self.say(f"stackbot on {self.url} (SQLite in {settings.data_dir})")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackbot.domain.commands import parse_command
+from stackbot.domain.tasks import BaseMoved, FollowUp, PrCommand, Retest, SyncPull
 from stackbot.domain.types import PrNumber, RepoName, Sha
 from stackbot.errors import BadInput
 
@@ -118,15 +119,6 @@ class UnknownEvent:
 Event = (
     PingEvent | PullRequestEvent | IssueCommentEvent | PushEvent | CheckRunEvent | InstallationEvent
 )
-
-
-@dataclass(frozen=True)
-class FollowUp:
-    """A task an event asks for: its kind, payload and the key that collapses repeats."""
-
-    kind: str
-    payload: dict[str, Any]
-    dedupe_key: str | None
 
 
 # -- field access -----------------------------------------------------------------------------
@@ -351,45 +343,39 @@ def route_event(event: Event, *, base_branches: frozenset[str] = frozenset()) ->
     default branch; a push to any of them moves a base.
     """
     if isinstance(event, PullRequestEvent):
-        key = f"sync_pull:{event.repo}:{event.number}"
-        payload = {"repo": event.repo, "number": event.number, "action": event.action}
-        return [FollowUp("sync_pull", payload, key)]
+        return [FollowUp.of(SyncPull(event.repo, event.number, event.action))]
     if isinstance(event, IssueCommentEvent) and (
         event.is_pull_request or parse_command(event.body) is not None
     ):
         # A command on an issue goes on too, to be refused with one reply ("not a PR").
-        key = f"pr_command:{event.repo}:{event.comment_id}:{event.updated_at}"
-        payload = {
-            "is_pull_request": event.is_pull_request,
-            "repo": event.repo,
-            "number": event.number,
-            "comment_id": event.comment_id,
-            "body": event.body,
-            "author": event.author,
-            "author_association": event.author_association,
-            "action": event.action,
-        }
-        return [FollowUp("pr_command", payload, key)]
+        command = PrCommand(
+            repo=event.repo,
+            number=event.number,
+            comment_id=event.comment_id,
+            author=event.author,
+            body=event.body,
+            author_association=event.author_association,
+            action=event.action,
+            is_pull_request=event.is_pull_request,
+            updated_at=event.updated_at,
+        )
+        return [FollowUp.of(command)]
     if isinstance(event, PushEvent) and event.branch is not None and not event.deleted:
         bases = base_branches | ({event.default_branch} if event.default_branch else set())
         if event.branch not in bases:
             return []
-        key = f"base_moved:{event.repo}:{event.ref}"
-        payload = {"repo": event.repo, "ref": event.ref, "branch": event.branch, "sha": event.after}
-        return [FollowUp("base_moved", payload, key)]
+        return [FollowUp.of(BaseMoved(event.repo, event.ref, event.branch, event.after))]
     if isinstance(event, CheckRunEvent):
         return [
-            FollowUp(
-                "retest",
-                {
-                    "repo": event.repo,
-                    "number": number,
-                    "head_sha": event.head_sha,
-                    "check_run_id": event.check_run_id,
-                    "name": event.name,
-                    "external_id": event.external_id,
-                },
-                f"retest:{event.repo}:{number}:{event.check_run_id}",
+            FollowUp.of(
+                Retest(
+                    repo=event.repo,
+                    number=number,
+                    head_sha=event.head_sha,
+                    check_run_id=event.check_run_id,
+                    name=event.name,
+                    external_id=event.external_id,
+                )
             )
             for number in event.pull_numbers
         ]

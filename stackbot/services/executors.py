@@ -1,26 +1,13 @@
-"""stackbot's settings mapped onto gpu_jobs' executors and test sets.
+"""stackbot's settings mapped onto gpu_jobs' executor configurations.
 
-One executor object per process and configuration: the local executor keeps its runner
-subprocesses (and reaps them), so it must outlive a single task.
+The executor itself is kept by the worker's :class:`~stackbot.services.resources.WorkerResources`:
+the local executor keeps its runner subprocesses (and reaps them), so it must outlive a task.
 """
 
 from __future__ import annotations
 
-import threading
-from pathlib import Path
-
-from gpu_jobs.executors import (
-    Executor,
-    LocalExecutorConfig,
-    SlurmExecutorConfig,
-    make_executor,
-)
-from gpu_jobs.testsets import TestSet, load_test_sets
+from gpu_jobs.executors import LocalExecutorConfig, SlurmExecutorConfig
 from stackbot.config import Settings
-
-_LOCK = threading.Lock()
-_EXECUTORS: dict[tuple[object, ...], Executor] = {}
-_TEST_SETS: dict[tuple[str, float], dict[str, TestSet]] = {}
 
 
 def executor_config(settings: Settings) -> LocalExecutorConfig | SlurmExecutorConfig:
@@ -48,27 +35,3 @@ def executor_config(settings: Settings) -> LocalExecutorConfig | SlurmExecutorCo
         state_dir=settings.data_dir / "local-executor",
         cache_dir=settings.data_dir / "runner-cache",
     )
-
-
-def executor_for_settings(settings: Settings) -> Executor:
-    config = executor_config(settings)
-    key = (type(config).__name__, repr(config))
-    with _LOCK:
-        executor = _EXECUTORS.get(key)
-        if executor is None:
-            executor = make_executor(config)
-            _EXECUTORS[key] = executor
-        return executor
-
-
-def test_sets_for(settings: Settings) -> dict[str, TestSet]:
-    """The configured test sets (re-read when the file changes)."""
-    path = settings.test_sets_file
-    stamp = Path(path).stat().st_mtime if path is not None else 0.0
-    key = (str(path), stamp)
-    with _LOCK:
-        sets = _TEST_SETS.get(key)
-        if sets is None:
-            sets = load_test_sets(path)
-            _TEST_SETS[key] = sets
-        return sets

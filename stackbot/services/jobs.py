@@ -15,30 +15,25 @@ import hashlib
 import json
 import logging
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from gpu_jobs.executors import Executor, ExecutorError, JobHandle, PoolBusy
 from gpu_jobs.spec import ContractError, JobResult
 from gpu_jobs.testsets import TestSet
 from stackbot.config import Settings
+from stackbot.db import jobs_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, Job, TestResult
 from stackbot.db.models._columns import utcnow
-from stackbot.services.executors import executor_for_settings, test_sets_for
+from stackbot.db.models.jobs import FINISHED_STATES as FINISHED
 
 log = logging.getLogger(__name__)
-
-FINISHED = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
-IN_FLIGHT = frozenset({"submitted", "running"})
-# Outcomes that say nothing about the tree: never reused, so the next run tries again.
-NOT_REUSABLE = frozenset({"infra", "cancelled"})
 
 
 def config_hash(test_set: TestSet, shape: str) -> str:
@@ -65,8 +60,10 @@ class JobRequest:
         return f"{self.test_set.name} {self.shape}"
 
 
-def job_requests(settings: Settings, names: Iterable[str] | None = None) -> list[JobRequest]:
-    sets = test_sets_for(settings)
+def job_requests(
+    sets: Mapping[str, TestSet], settings: Settings, names: Iterable[str] | None = None
+) -> list[JobRequest]:
+    """One request per shape of each test set named (default: the configured default sets)."""
     wanted = list(names) if names is not None else list(settings.default_test_sets)
     requests: list[JobRequest] = []
     for name in wanted:
@@ -89,8 +86,7 @@ def create_run_jobs(
     ``force`` (a retest). Idempotent: a request the run already has a job for is left alone."""
     assert run.id is not None and run.final_tree and run.final_commit
     existing = {
-        (job.test_set, job.shape): job
-        for job in session.exec(select(Job).where(Job.integration_run_id == run.id))
+        (job.test_set, job.shape): job for job in jobs_store.jobs_of_run(session, run_id=run.id)
     }
     created = []
     for request in requests:
@@ -131,15 +127,7 @@ def create_baseline_jobs(
     created = []
     for request in requests:
         digest = config_hash(request.test_set, request.shape)
-        exists = session.exec(
-            select(Job.id).where(
-                Job.kind == "baseline",
-                Job.commit_sha == base_sha,
-                Job.config_hash == digest,
-                col(Job.status).not_in(list(NOT_REUSABLE)),
-            )
-        ).first()
-        if exists is not None:
+        if jobs_store.baseline_job_exists(session, commit_sha=base_sha, config_hash=digest):
             continue
         job = Job(
             repo_id=repo_id,
@@ -162,16 +150,7 @@ def create_baseline_jobs(
 
 def reusable_job(session: Session, tree: str, digest: str) -> Job | None:
     """The original job (never a copy) whose result a job on ``tree`` may take."""
-    return session.exec(
-        select(Job)
-        .where(
-            Job.tree_sha == tree,
-            Job.config_hash == digest,
-            col(Job.reused_from_job_id).is_(None),
-            col(Job.status).not_in(list(NOT_REUSABLE)),
-        )
-        .order_by(col(Job.id).desc())
-    ).first()
+    return jobs_store.reusable_job(session, tree=tree, config_hash=digest)
 
 
 def _copy_outcome(job: Job, source: Job) -> None:
@@ -203,28 +182,31 @@ class Advance:
         return bool(self.submitted or self.started or self.finished)
 
 
-def advance_jobs(engine: Engine, settings: Settings, *, repo_url_of: dict[int, str]) -> Advance:
+@dataclass(frozen=True)
+class JobBackend:
+    """Where jobs run and what they run: the executor and the configured test sets."""
+
+    executor: Executor
+    test_sets: Mapping[str, TestSet]
+    jobs_dir: Path
+    node_check: bool
+
+
+def advance_jobs(engine: Engine, backend: JobBackend, *, repo_url_of: dict[int, str]) -> Advance:
     """Poll every job in flight, collect the finished ones, then submit queued jobs while the
     executor has room. ``repo_url_of`` maps a repository id to the URL runners fetch from."""
-    executor = executor_for_settings(settings)
     advance = Advance()
     with Session(engine) as session:
-        in_flight = session.exec(select(Job).where(col(Job.status).in_(list(IN_FLIGHT)))).all()
-        queued = session.exec(
-            select(Job)
-            .where(Job.status == "queued", col(Job.reused_from_job_id).is_(None))
-            .order_by(col(Job.id))
-        ).all()
+        in_flight = jobs_store.in_flight_jobs(session)
+        queued = jobs_store.queued_originals(session)
         session.expunge_all()
     for job in in_flight:
-        _poll_one(engine, executor, job, advance)
+        _poll_one(engine, backend.executor, job, advance)
     for job in queued:
-        if not _submit_one(engine, settings, executor, job, repo_url_of, advance):
+        if not _submit_one(engine, backend, job, repo_url_of, advance):
             break
     with Session(engine) as session:
-        advance.unfinished = len(
-            session.exec(select(Job.id).where(col(Job.status).not_in(list(FINISHED)))).all()
-        )
+        advance.unfinished = jobs_store.count_unfinished(session)
     return advance
 
 
@@ -238,7 +220,7 @@ def _poll_one(engine: Engine, executor: Executor, job: Job, advance: Advance) ->
         return
     if state.phase == "running" and job.status != "running":
         with session_scope(engine) as session:
-            row = session.get(Job, job.id)
+            row = jobs_store.get_job(session, job_id=job.id)
             assert row is not None
             row.status = "running"
             row.node = state.node or row.node
@@ -258,7 +240,7 @@ def _poll_one(engine: Engine, executor: Executor, job: Job, advance: Advance) ->
 def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str | None) -> list[int]:
     """Store a finished job's result (and copy it to the jobs reusing it); returns their ids."""
     with session_scope(engine) as session:
-        row = session.get(Job, job_id)
+        row = jobs_store.get_job(session, job_id=job_id)
         assert row is not None
         row.status = result.status
         row.counts = {k: int(v) for k, v in vars(result.counts).items()}
@@ -268,8 +250,9 @@ def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str |
         row.finished_at = _parse_time(result.finished_at) or utcnow()
         row.error = result.message if result.status != "passed" and result.message else None
         session.add(row)
-        for test in result.tests:
-            session.add(
+        jobs_store.add_test_results(
+            session,
+            results=(
                 TestResult(
                     job_id=job_id,
                     nodeid=test.nodeid,
@@ -282,8 +265,10 @@ def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str |
                     else [],
                     message=test.message or None,
                 )
-            )
-        copies = session.exec(select(Job).where(Job.reused_from_job_id == job_id)).all()
+                for test in result.tests
+            ),
+        )
+        copies = jobs_store.copies_of(session, job_id=job_id)
         for copy in copies:
             _copy_outcome(copy, row)
             session.add(copy)
@@ -292,20 +277,18 @@ def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str |
 
 def _submit_one(
     engine: Engine,
-    settings: Settings,
-    executor: Executor,
+    backend: JobBackend,
     job: Job,
     repo_url_of: dict[int, str],
     advance: Advance,
 ) -> bool:
     """Submit one queued job; False when the executor has no room (stop submitting)."""
     assert job.id is not None
-    sets = test_sets_for(settings)
-    test_set = sets.get(job.test_set)
+    test_set = backend.test_sets.get(job.test_set)
     if test_set is None:
         _fail(engine, job.id, "error", f"test set {job.test_set!r} is no longer configured")
         return True
-    out_dir = _fresh_out_dir(settings.jobs_dir, job.id)
+    out_dir = _fresh_out_dir(backend.jobs_dir, job.id)
     created = not out_dir.exists()
     try:
         spec = test_set.job_spec(
@@ -313,9 +296,9 @@ def _submit_one(
             shape=job.shape,
             repo_url=repo_url_of.get(job.repo_id),
             commit=job.commit_sha,
-            node_check=settings.job_node_check,
+            node_check=backend.node_check,
         )
-        handle = executor.submit(spec, out_dir)
+        handle = backend.executor.submit(spec, out_dir)
     except PoolBusy:
         if created:  # the executor wrote the spec before finding no room: try again later
             shutil.rmtree(out_dir, ignore_errors=True)
@@ -327,7 +310,7 @@ def _submit_one(
         _fail(engine, job.id, "infra", f"the executor refused the job: {error}")
         return True
     with session_scope(engine) as session:
-        row = session.get(Job, job.id)
+        row = jobs_store.get_job(session, job_id=job.id)
         assert row is not None
         row.status = "submitted"
         row.executor = handle.kind
@@ -342,7 +325,7 @@ def _submit_one(
 
 def _fail(engine: Engine, job_id: int, status: str, message: str) -> None:
     with session_scope(engine) as session:
-        row = session.get(Job, job_id)
+        row = jobs_store.get_job(session, job_id=job_id)
         assert row is not None
         row.status = status
         row.error = message
@@ -371,21 +354,10 @@ def _parse_time(value: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def cancel_jobs(engine: Engine, settings: Settings, job_ids: Iterable[int]) -> None:
-    executor = executor_for_settings(settings)
+def cancel_jobs(engine: Engine, executor: Executor, job_ids: Iterable[int]) -> None:
     for job_id in job_ids:
         with Session(engine) as session:
-            job = session.get(Job, job_id)
+            job = jobs_store.get_job(session, job_id=job_id)
             handle = JobHandle.from_str(job.external_id) if job and job.external_id else None
         if handle is not None:
             executor.cancel(handle)
-
-
-def jobs_of_runs(session: Session, run_ids: Sequence[int]) -> list[Job]:
-    if not run_ids:
-        return []
-    return list(session.exec(select(Job).where(col(Job.integration_run_id).in_(run_ids))).all())
-
-
-def job_summary(job: Job) -> dict[str, Any]:
-    return {"id": job.id, "test_set": job.test_set, "shape": job.shape, "status": job.status}

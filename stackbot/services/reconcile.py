@@ -16,19 +16,17 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
-from stackbot.db.models import PullRequest, Task
+from stackbot.db.models import PullRequest
 from stackbot.domain.records import PrRecord
-from stackbot.services.sync import SYNC_PULL
+from stackbot.domain.tasks import FollowUp, Reconcile, SyncPull, TaskKind
 from stackbot.worker import queue
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 log = logging.getLogger(__name__)
-
-RECONCILE = "reconcile"
 
 
 @dataclass(frozen=True)
@@ -81,17 +79,14 @@ def reconcile_repo(engine: Engine, client: Any, *, repo: str) -> list[Drift]:
 def schedule_reconcile(session: Session, *, repo: str | None, delay_s: float = 0.0) -> None:
     """Queue a reconcile of ``repo`` (every tracked repository when None) after ``delay_s``."""
     run_after = queue.utcnow() + timedelta(seconds=delay_s)
-    key = f"{RECONCILE}:{repo or '*'}"
-    queue.enqueue(session, RECONCILE, {"repo": repo}, dedupe_key=key, run_after=run_after)
+    task = FollowUp.of(Reconcile(repo))
+    queue.enqueue(session, task.kind, task.payload, dedupe_key=task.dedupe_key, run_after=run_after)
 
 
 def ensure_reconcile_scheduled(session: Session, *, delay_s: float) -> None:
     """Queue the periodic repair unless a round is already pending or running (so activity
     never postpones it)."""
-    waiting = session.exec(
-        select(Task.id).where(Task.kind == RECONCILE, col(Task.status).in_(["pending", "running"]))
-    ).first()
-    if waiting is None:
+    if not queue.has_open_task(session, kind=TaskKind.RECONCILE):
         schedule_reconcile(session, repo=None, delay_s=delay_s)
 
 
@@ -107,8 +102,8 @@ def _scheduler(repo: str | None, delay_s: float) -> Callable[[Session], None]:
     return lambda session: schedule_reconcile(session, repo=repo, delay_s=delay_s)
 
 
-def handle_reconcile(ctx: TaskContext) -> None:
-    repo = ctx.payload.get("repo")
+def handle_reconcile(ctx: TaskContext, task: Reconcile) -> None:
+    repo = task.repo
     interval = ctx.settings.worker.reconcile_interval_s
     if repo is None:
         with session_scope(ctx.engine) as session:
@@ -119,14 +114,13 @@ def handle_reconcile(ctx: TaskContext) -> None:
         # Repositories that become tracked later are picked up by the next round.
         ctx.on_completion(_scheduler(None, interval))
         return
-    drift = reconcile_repo(ctx.engine, ctx.github(), repo=str(repo))
+    drift = reconcile_repo(ctx.engine, ctx.github(), repo=repo)
     for item in drift:
         log.info("reconcile %s#%d: %s", repo, item.number, item.why)
-        payload = {"repo": repo, "number": item.number, "action": "reconcile"}
-        ctx.enqueue(SYNC_PULL, payload, dedupe_key=f"{SYNC_PULL}:{repo}:{item.number}")
+        ctx.enqueue_task(SyncPull(repo, item.number, action="reconcile"))
     log.info("reconcile %s: %d PRs to sync; next in %.0f s", repo, len(drift), interval)
-    ctx.on_completion(_scheduler(str(repo), interval))
+    ctx.on_completion(_scheduler(repo, interval))
 
 
 def register_tasks(registry: TaskRegistry) -> None:
-    registry.add(RECONCILE, handle_reconcile)
+    registry.add_task(Reconcile, handle_reconcile)

@@ -31,9 +31,8 @@ from stackbot.domain.report import (
     render_check_run,
     render_sticky_comment,
 )
-from stackbot.errors import BadInput
+from stackbot.domain.tasks import Report
 from stackbot.services.report_views import build_report_views
-from stackbot.services.sync import REPORT
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 log = logging.getLogger(__name__)
@@ -101,18 +100,15 @@ def publish_prs(
     return publish_reports(engine, client, repo, views)
 
 
-def handle_report(ctx: TaskContext) -> None:
-    repo, numbers = ctx.payload.get("repo"), ctx.payload.get("numbers")
-    if not isinstance(repo, str) or not isinstance(numbers, list):
-        raise BadInput(f"a report task needs 'repo' and a list 'numbers', got {ctx.payload!r}")
-    if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
-        raise BadInput(f"a report task's 'numbers' must be PR numbers, got {numbers!r}")
-    counts = publish_prs(ctx.engine, ctx.github(), ctx.settings, repo=repo, numbers=numbers)
-    log.info("report %s %s: %d writes", repo, numbers, counts.writes)
+def handle_report(ctx: TaskContext, task: Report) -> None:
+    counts = publish_prs(
+        ctx.engine, ctx.github(), ctx.settings, repo=task.repo, numbers=task.numbers
+    )
+    log.info("report %s %s: %d writes", task.repo, list(task.numbers), counts.writes)
 
 
 def register_tasks(registry: TaskRegistry) -> None:
-    registry.add(REPORT, handle_report)
+    registry.add_task(Report, handle_report)
 
 
 def _publish_one(

@@ -24,15 +24,12 @@ from stackbot.db.models import PullRequest
 from stackbot.domain.commands import is_trusted_author
 from stackbot.domain.records import PrRecord
 from stackbot.domain.series import SeriesGraph, build_series_graph
-from stackbot.errors import BadInput
+from stackbot.domain.tasks import Integrate, Report, SyncPull
+from stackbot.services.reconcile import ensure_reconcile_scheduled
 from stackbot.worker.registry import TaskContext, TaskRegistry
-
-REPORT = "report"
 
 log = logging.getLogger(__name__)
 
-INTEGRATE = "integrate"
-SYNC_PULL = "sync_pull"
 # What a PR row holds that changes an integration (a new title alone does not).
 _RELEVANT = ("head_sha", "state", "merged", "draft", "base_ref", "base_sha", "body", "stack")
 
@@ -47,23 +44,6 @@ class SyncOutcome:
     head_sha: str
     is_open: bool
     related: tuple[int, ...] = ()  # the PR and the live PRs of its series: whose reports show it
-
-
-def report_follow_up(repo: str, numbers: Sequence[int]) -> tuple[dict[str, Any], str]:
-    """Payload and dedupe key of a ``report`` task (stackbot.services.reporting) for these PRs."""
-    ordered = sorted(set(numbers))
-    key = f"{REPORT}:{repo}:" + ",".join(str(n) for n in ordered)
-    return {"repo": repo, "numbers": ordered}, key
-
-
-def integrate_follow_up(
-    repo: str, series_key: str | None, number: int, reason: str
-) -> tuple[dict[str, Any], str]:
-    """Payload and dedupe key of the ``integrate`` task. A PR in no series is integrated on its
-    own, under the key ``pr-#N``."""
-    key = series_key or f"pr-#{number}"
-    payload = {"repo": repo, "series_key": series_key, "number": number, "reason": reason}
-    return payload, f"{INTEGRATE}:{repo}:{key}"
 
 
 def sync_pull_request(
@@ -182,42 +162,31 @@ def _clone_url(client: Any, repo: str) -> str:
 # -- the task ---------------------------------------------------------------------------------
 
 
-def handle_sync_pull(ctx: TaskContext) -> None:
-    repo, number = _repo_and_number(ctx.payload)
+def integrations_after_sync(outcome: SyncOutcome, reason: str) -> list[Integrate]:
+    """The integrations a changed PR asks for: each series it is (or was) in, or the PR alone
+    while it is open and in no series (under the key ``pr-#N``)."""
+    keys: tuple[str | None, ...] = outcome.series_keys
+    if not keys:
+        keys = (None,) if outcome.is_open else ()
+    return [Integrate(outcome.repo, key, outcome.number, reason) for key in keys]
+
+
+def handle_sync_pull(ctx: TaskContext, task: SyncPull) -> None:
+    repo, number = task.repo, task.number
     outcome = sync_pull_request(ctx.engine, ctx.github(), ctx.settings, repo=repo, number=number)
     interval = ctx.settings.worker.reconcile_interval_s
-    ctx.on_completion(lambda session: _keep_reconciling(session, interval))
+    ctx.on_completion(lambda session: ensure_reconcile_scheduled(session, delay_s=interval))
     if not outcome.changed:
         log.info("sync %s#%d: nothing an integration depends on changed", repo, number)
         return
-    reason = f"#{number} changed ({ctx.payload.get('action') or 'sync'})"
+    reason = f"#{number} changed ({task.action or 'sync'})"
     if outcome.auto_approved:
         reason = f"#{number} at {outcome.head_sha[:7]} is by a trusted author"
-    keys: tuple[str | None, ...] = outcome.series_keys
-    if not keys:  # a PR on its own: integrated alone while open
-        keys = (None,) if outcome.is_open else ()
-    for key in keys:
-        payload, dedupe = integrate_follow_up(repo, key, number, reason)
-        ctx.enqueue(INTEGRATE, payload, dedupe_key=dedupe)
+    for integration in integrations_after_sync(outcome, reason):
+        ctx.enqueue_task(integration)
     # The PR's own report and those that show it as a parent or child.
-    payload, dedupe = report_follow_up(repo, outcome.related)
-    ctx.enqueue(REPORT, payload, dedupe_key=dedupe)
-
-
-def _keep_reconciling(session: Session, interval: float) -> None:
-    from stackbot.services.reconcile import ensure_reconcile_scheduled  # (it imports this module)
-
-    ensure_reconcile_scheduled(session, delay_s=interval)
-
-
-def _repo_and_number(payload: dict[str, Any]) -> tuple[str, int]:
-    repo, number = payload.get("repo"), payload.get("number")
-    if not isinstance(repo, str) or repo.count("/") != 1:
-        raise BadInput(f"the task payload needs 'repo' as 'owner/name', got {repo!r}")
-    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
-        raise BadInput(f"the task payload needs a positive integer 'number', got {number!r}")
-    return repo, number
+    ctx.enqueue_task(Report.of(repo, outcome.related))
 
 
 def register_tasks(registry: TaskRegistry) -> None:
-    registry.add(SYNC_PULL, handle_sync_pull)
+    registry.add_task(SyncPull, handle_sync_pull)

@@ -22,6 +22,7 @@ from sqlalchemy import Engine
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
+from stackbot.domain import tasks
 from stackbot.domain.commands import (
     OkToTest,
     Retest,
@@ -33,57 +34,18 @@ from stackbot.domain.commands import (
     retest_refusal,
 )
 from stackbot.domain.report import render_status_reply
-from stackbot.errors import BadInput
+from stackbot.domain.tasks import Integrate, PrCommand, Report
 from stackbot.services.report_views import build_report_view
-from stackbot.services.sync import (
-    REPORT,
-    integrate_follow_up,
-    report_follow_up,
-    sync_pull_request,
-)
+from stackbot.services.sync import sync_pull_request
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 log = logging.getLogger(__name__)
-
-PR_COMMAND = "pr_command"
-RETEST = "retest"
-
-
-@dataclass(frozen=True)
-class CommandRequest:
-    repo: str
-    number: int
-    comment_id: int
-    author: str
-    body: str
-    edited: bool
-    is_pull_request: bool = True
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any]) -> CommandRequest:
-        repo, number = payload.get("repo"), payload.get("number")
-        comment_id, author = payload.get("comment_id"), payload.get("author")
-        if not isinstance(repo, str) or repo.count("/") != 1:
-            raise BadInput(f"pr_command needs 'repo' as 'owner/name', got {repo!r}")
-        if not isinstance(number, int) or isinstance(number, bool):
-            raise BadInput(f"pr_command needs an integer 'number', got {number!r}")
-        if not isinstance(comment_id, int) or not isinstance(author, str):
-            raise BadInput("pr_command needs an integer 'comment_id' and an 'author' login")
-        return cls(
-            repo=repo,
-            number=number,
-            comment_id=comment_id,
-            author=author,
-            body=str(payload.get("body") or ""),
-            edited=payload.get("action") == "edited",
-            is_pull_request=bool(payload.get("is_pull_request", True)),
-        )
 
 
 @dataclass
 class CommandOutcome:
     reply: str | None = None
-    follow_ups: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+    follow_ups: list[tasks.TaskPayload] = field(default_factory=list)
     approved_sha: str | None = None
 
 
@@ -98,7 +60,7 @@ def is_vetter(client: Any, settings: Settings, repo: str, login: str) -> bool:
 
 
 def run_command(
-    engine: Engine, client: Any, settings: Settings, request: CommandRequest
+    engine: Engine, client: Any, settings: Settings, request: PrCommand
 ) -> CommandOutcome:
     """What a comment asks for: a reply and the tasks to queue (nothing for non-commands)."""
     command = parse_command(request.body)
@@ -117,7 +79,7 @@ def run_command(
 
 
 def ok_to_test(
-    engine: Engine, client: Any, settings: Settings, request: CommandRequest, command: OkToTest
+    engine: Engine, client: Any, settings: Settings, request: PrCommand, command: OkToTest
 ) -> CommandOutcome:
     if not request.is_pull_request or not is_vetter(client, settings, request.repo, request.author):
         # Refused before looking at the PR: a non-vetter learns nothing about its commits.
@@ -172,25 +134,20 @@ def ok_to_test(
     if decision.sha:
         why = f"{request.author} approved {decision.sha[:7]} of #{request.number}"
     for key in synced.series_keys or (None,):
-        payload, dedupe = integrate_follow_up(request.repo, key, request.number, why)
-        outcome.follow_ups.append(("integrate", payload, dedupe))
-    payload, dedupe = report_follow_up(request.repo, synced.related)  # the sticky shows it
-    outcome.follow_ups.append((REPORT, payload, dedupe))
+        outcome.follow_ups.append(Integrate(request.repo, key, request.number, why))
+    outcome.follow_ups.append(Report.of(request.repo, synced.related))  # the sticky shows it
     return outcome
 
 
-def retest(
-    client: Any, settings: Settings, request: CommandRequest, command: Retest
-) -> CommandOutcome:
+def retest(client: Any, settings: Settings, request: PrCommand, command: Retest) -> CommandOutcome:
     if not is_vetter(client, settings, request.repo, request.author):
         return CommandOutcome(reply=retest_refusal(request.author))
     known = _test_set_names(settings)
     if command.test_set is not None and known and command.test_set not in known:
         names = ", ".join(f"`{name}`" for name in sorted(known))
         return CommandOutcome(reply=f"There is no test set `{command.test_set}`; known: {names}.")
-    payload = {"repo": request.repo, "number": request.number, "test_set": command.test_set}
-    dedupe = f"{RETEST}:{request.repo}:{request.number}:{command.test_set or '*'}"
-    return CommandOutcome(follow_ups=[(RETEST, payload, dedupe)])
+    task = tasks.Retest(request.repo, request.number, test_set=command.test_set)
+    return CommandOutcome(follow_ups=[task])
 
 
 def _test_set_names(settings: Settings) -> set[str]:
@@ -199,9 +156,7 @@ def _test_set_names(settings: Settings) -> set[str]:
     return set(load_test_sets(settings.test_sets_file))
 
 
-def status(
-    engine: Engine, client: Any, settings: Settings, request: CommandRequest
-) -> CommandOutcome:
+def status(engine: Engine, client: Any, settings: Settings, request: PrCommand) -> CommandOutcome:
     sync_pull_request(engine, client, settings, repo=request.repo, number=request.number)
     with session_scope(engine) as session:
         view = build_report_view(session, settings, repo=request.repo, number=request.number)
@@ -213,8 +168,7 @@ def status(
 # -- the task ---------------------------------------------------------------------------------
 
 
-def handle_pr_command(ctx: TaskContext) -> None:
-    request = CommandRequest.from_payload(ctx.payload)
+def handle_pr_command(ctx: TaskContext, request: PrCommand) -> None:
     if parse_command(request.body) is None:
         return
     client = ctx.github()
@@ -224,8 +178,8 @@ def handle_pr_command(ctx: TaskContext) -> None:
     if outcome.reply is not None and not ctx.state.get("replied"):
         client.create_comment(request.repo, request.number, outcome.reply)
         ctx.save_state({**ctx.state, "replied": True})
-    for kind, payload, dedupe in outcome.follow_ups:
-        ctx.enqueue(kind, payload, dedupe_key=dedupe)
+    for task in outcome.follow_ups:
+        ctx.enqueue_task(task)
     log.info(
         "%s#%d comment %d by %s: %s",
         request.repo,
@@ -237,4 +191,4 @@ def handle_pr_command(ctx: TaskContext) -> None:
 
 
 def register_tasks(registry: TaskRegistry) -> None:
-    registry.add(PR_COMMAND, handle_pr_command)
+    registry.add_task(PrCommand, handle_pr_command)

@@ -21,7 +21,7 @@ from stackbot.config import Settings
 from stackbot.db.engine import make_engine
 from stackbot.web import dashboard, health, webhooks
 from stackbot.worker import inbox
-from stackbot.worker.registry import default_registry
+from stackbot.worker.registry import TaskRegistry
 from stackbot.worker.runner import Worker
 
 log = logging.getLogger(__name__)
@@ -29,9 +29,10 @@ WORKER_STOP_TIMEOUT_S = 30.0
 
 
 def create_app(
-    settings: Settings, *, engine: Engine | None = None, worker: bool = False
+    settings: Settings, *, engine: Engine | None = None, worker: TaskRegistry | None = None
 ) -> FastAPI:
-    """Build the app; ``worker=True`` also runs one task worker thread inside it.
+    """Build the app; with ``worker`` (the handlers, :func:`stackbot.cli.tasks.service_registry`)
+    it also runs one task worker thread inside it.
 
     Refuses (``UnsafeSettingsError``) to run without a webhook secret outside development mode.
     """
@@ -39,7 +40,7 @@ def create_app(
     own_engine = engine is None
     engine = engine if engine is not None else make_engine(settings.effective_database_url)
     intake_engine = inbox.make_intake_engine(engine) if own_engine else engine
-    embedded = EmbeddedWorker(engine, settings) if worker else None
+    embedded = EmbeddedWorker(engine, settings, worker) if worker is not None else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -97,8 +98,8 @@ def _webhook_secret(settings: Settings) -> bytes | None:
 class EmbeddedWorker:
     """One worker thread inside the server process (``stackbot serve --worker``)."""
 
-    def __init__(self, engine: Engine, settings: Settings) -> None:
-        self.worker = Worker(engine, settings, default_registry(settings))
+    def __init__(self, engine: Engine, settings: Settings, registry: TaskRegistry) -> None:
+        self.worker = Worker(engine, settings, registry)
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self.worker.run_forever, args=(self._stop,), name="embedded-worker", daemon=True

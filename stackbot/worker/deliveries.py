@@ -13,6 +13,7 @@ import logging
 
 from sqlmodel import Session
 
+from stackbot.db import deliveries_store as inbox
 from stackbot.domain.events import (
     InstallationEvent,
     PushEvent,
@@ -21,8 +22,8 @@ from stackbot.domain.events import (
     parse_event,
     route_event,
 )
+from stackbot.domain.tasks import ProcessDelivery
 from stackbot.errors import BadInput, Permanent
-from stackbot.worker import inbox
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 log = logging.getLogger(__name__)
@@ -31,12 +32,8 @@ log = logging.getLogger(__name__)
 UNINSTALLED = frozenset({"deleted", "suspend"})
 
 
-def process_delivery(ctx: TaskContext) -> None:
-    row_id = ctx.payload.get("delivery")
-    if not isinstance(row_id, int):
-        raise BadInput(
-            f"process_delivery needs an integer 'delivery' in its payload, got {row_id!r}"
-        )
+def process_delivery(ctx: TaskContext, task: ProcessDelivery) -> None:
+    row_id = task.delivery
     delivery = inbox.load_delivery(ctx.engine, row_id)
     if delivery is None:
         raise Permanent(f"webhook delivery row {row_id} does not exist")
@@ -56,8 +53,7 @@ def process_delivery(ctx: TaskContext) -> None:
     if isinstance(event, PushEvent):
         bases = inbox.open_base_branches(ctx.engine, event.repo)
     follow_ups = route_event(event, base_branches=bases)
-    for follow_up in follow_ups:
-        ctx.enqueue(follow_up.kind, follow_up.payload, dedupe_key=follow_up.dedupe_key)
+    ctx.follow_ups.extend(follow_ups)
     if isinstance(event, PushEvent) and not follow_ups:
         _finish(
             ctx, row_id, inbox.IGNORED, f"push to {event.branch}, which no pull request targets"
@@ -80,4 +76,4 @@ def _log_installation(
 
 
 def register_tasks(registry: TaskRegistry) -> None:
-    registry.add(inbox.PROCESS_DELIVERY, process_delivery)
+    registry.add_task(ProcessDelivery, process_delivery)

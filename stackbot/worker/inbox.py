@@ -12,18 +12,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, select, text, update
+from sqlalchemy import Engine, text
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlmodel import Session, col
+from sqlmodel import col
 
+from stackbot.db.deliveries_store import IGNORED, RECORDED
 from stackbot.db.engine import make_engine, sqlite_writer
-from stackbot.db.models import PullRequest, Repository, WebhookDelivery
+from stackbot.db.models import WebhookDelivery
+from stackbot.domain.tasks import ProcessDelivery, TaskKind
 from stackbot.errors import RetryLater
 from stackbot.worker import queue
 
-PROCESS_DELIVERY = "process_delivery"
-RECORDED, PROCESSED, IGNORED, FAILED = "recorded", "processed", "ignored", "failed"
+PROCESS_DELIVERY = TaskKind.PROCESS_DELIVERY
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def _record(
         row_id = conn.execute(statement).scalar_one_or_none()
         if row_id is None or ignored_because is not None:
             return RecordedDelivery(row_id, None)
-        task_id = queue.enqueue_row(conn, PROCESS_DELIVERY, {"delivery": row_id})
+        task_id = queue.enqueue_row(conn, PROCESS_DELIVERY, ProcessDelivery(row_id).to_payload())
     return RecordedDelivery(row_id, task_id)
 
 
@@ -131,7 +132,7 @@ def _record_in_one_statement(
     engine: Engine, values: dict[str, Any], *, enqueue: bool
 ) -> RecordedDelivery:
     parameters = values | {
-        "kind": PROCESS_DELIVERY,
+        "kind": PROCESS_DELIVERY.value,
         "max_attempts": queue.DEFAULT_MAX_ATTEMPTS,
         "enqueue": enqueue,
     }
@@ -154,50 +155,3 @@ def make_intake_engine(engine: Engine) -> Engine:
     if engine.dialect.name != "postgresql":
         return engine
     return make_engine(engine.url.render_as_string(hide_password=False), pool_pre_ping=False)
-
-
-def load_delivery(engine: Engine, row_id: int) -> WebhookDelivery | None:
-    with Session(engine) as session:
-        delivery = session.get(WebhookDelivery, row_id)
-        if delivery is not None:
-            session.expunge(delivery)
-    return delivery
-
-
-def mark_delivery(session: Session, row_id: int, status: str, reason: str | None = None) -> None:
-    session.execute(
-        update(WebhookDelivery)
-        .where(col(WebhookDelivery.id) == row_id)
-        .values(status=status, error=reason, processed_at=datetime.now(UTC))
-    )
-
-
-def count_deliveries(engine: Engine) -> int:
-    with engine.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(WebhookDelivery)).scalar_one())
-
-
-def open_base_branches(engine: Engine, repo: str) -> frozenset[str]:
-    """Branches the repository's open pull requests target: a push to one moves a base."""
-    statement = (
-        select(col(PullRequest.base_ref))
-        .join(Repository, col(Repository.id) == col(PullRequest.repo_id))
-        .where((col(Repository.full_name) == repo) & (col(PullRequest.state) == "open"))
-        .distinct()
-    )
-    with engine.connect() as conn:
-        return frozenset(str(ref) for ref in conn.execute(statement).scalars())
-
-
-def record_installation(
-    session: Session, installation_id: int | None, repos: tuple[str, ...]
-) -> int:
-    """Set (or, with None, clear) the installation id of the repositories stackbot knows."""
-    if not repos:
-        return 0
-    result = session.execute(
-        update(Repository)
-        .where(col(Repository.full_name).in_(list(repos)))
-        .values(installation_id=installation_id)
-    )
-    return int(result.rowcount)  # type: ignore[attr-defined]

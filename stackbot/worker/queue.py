@@ -321,6 +321,15 @@ def stats(engine: Engine) -> dict[str, int]:
     return counts
 
 
+def has_open_task(session: Session, *, kind: str) -> bool:
+    """Whether a task of ``kind`` is pending or running."""
+    statement = select(col(Task.id)).where(
+        col(Task.kind) == kind, col(Task.status).in_(["pending", "running"])
+    )
+    found = session.execute(statement.limit(1)).first()
+    return found is not None
+
+
 def list_tasks(engine: Engine, status: str | None = None, limit: int = 100) -> list[Task]:
     """The newest tasks, optionally of one status."""
     statement = select(Task).order_by(col(Task.id).desc()).limit(limit)

@@ -1,13 +1,16 @@
 """Which handler runs which kind of task, and what a handler is given.
 
-A handler is ``Callable[[TaskContext], None]``. It returns normally when the task is done and
-raises to fail it (:mod:`stackbot.errors` says whether that retries or dead-letters). Handlers
-may be run more than once for one task (a worker died, a lease expired): they read
-``ctx.state`` to skip what an earlier attempt recorded through ``ctx.save_state``.
+A handler runs one task. It returns normally when the task is done and raises to fail it
+(:mod:`stackbot.errors` says whether that retries or dead-letters). Handlers may be run more
+than once for one task (a worker died, a lease expired): they read ``ctx.state`` to skip what an
+earlier attempt recorded through ``ctx.save_state``.
 
-Task modules: each module listed in :data:`TASK_MODULES` (or in the ``extra_task_modules``
-setting, env ``STACKBOT_EXTRA_TASK_MODULES='["pkg.mod"]'``, used by tests and plugins) has a
-function ``register_tasks(registry: TaskRegistry) -> None``. Add yours to ``TASK_MODULES``.
+The service's handlers take their typed payload (:mod:`stackbot.domain.tasks`) and are added
+with :meth:`TaskRegistry.add_task`; the process that runs workers assembles them
+(:func:`stackbot.cli.tasks.service_registry`). Plugins and tests may add handlers of kinds of
+their own with :meth:`TaskRegistry.add`, from modules named in the ``extra_task_modules``
+setting (env ``STACKBOT_EXTRA_TASK_MODULES='["pkg.mod"]'``), each with a function
+``register_tasks(registry: TaskRegistry) -> None``.
 """
 
 from __future__ import annotations
@@ -15,28 +18,22 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy import Engine
 from sqlmodel import Session
 
 from stackbot.config import Settings
 from stackbot.db.models import Task
-from stackbot.domain.events import FollowUp
+from stackbot.domain.tasks import FollowUp, TaskPayload
 from stackbot.errors import BadInput
 from stackbot.worker import queue
 
-Handler = Callable[["TaskContext"], None]
+if TYPE_CHECKING:
+    from stackbot.adapters.github.port import GitHubPort
+    from stackbot.services.resources import WorkerResources
 
-# Modules whose register_tasks(registry) adds the service's handlers, in this order.
-TASK_MODULES: tuple[str, ...] = (
-    "stackbot.worker.deliveries",
-    "stackbot.services.sync",
-    "stackbot.services.vetting",
-    "stackbot.services.reconcile",
-    "stackbot.services.reporting",
-    "stackbot.services.pipeline",
-)
+Handler = Callable[["TaskContext"], None]
 
 
 @dataclass
@@ -50,9 +47,9 @@ class TaskContext:
     state: dict[str, Any] = field(default_factory=dict)
     follow_ups: list[FollowUp] = field(default_factory=list)
     finishers: list[Callable[[Session], None]] = field(default_factory=list)
-    # stackbot.adapters.github.GitHubClient, typed loosely so the worker does not import the
-    # GitHub stack (PyGithub) until a handler needs it.
-    _github: Any = None
+    # What the worker keeps between tasks (GitHub client, executor, caches); the process that
+    # runs the worker makes it (None: made on first use, for this context alone).
+    resources: WorkerResources | None = None
 
     @property
     def task_id(self) -> int:
@@ -77,20 +74,31 @@ class TaskContext:
         self.state = dict(state)
 
     def enqueue(self, kind: str, payload: dict[str, Any], *, dedupe_key: str | None = None) -> None:
-        """Queue a follow-up task; it is written in the transaction that completes this task,
-        so a redo after a crash cannot queue it twice."""
+        """Queue a follow-up task of any kind (plugins, tests); see :meth:`enqueue_task`."""
         self.follow_ups.append(FollowUp(kind, payload, dedupe_key))
+
+    def enqueue_task(self, task: TaskPayload, *, dedupe_key: str | None = None) -> None:
+        """Queue a follow-up task; it is written in the transaction that completes this task,
+        so a redo after a crash cannot queue it twice. Its payload's own dedupe key unless
+        ``dedupe_key`` is given."""
+        self.follow_ups.append(FollowUp.of(task, dedupe_key=dedupe_key))
 
     def on_completion(self, write: Callable[[Session], None]) -> None:
         """Write something in the transaction that completes this task."""
         self.finishers.append(write)
 
-    def github(self) -> Any:
+    @property
+    def services(self) -> WorkerResources:
+        """The worker's resources (made for this context alone when the worker has none)."""
+        if self.resources is None:
+            from stackbot.services.resources import WorkerResources
+
+            self.resources = WorkerResources(self.settings)
+        return self.resources
+
+    def github(self) -> GitHubPort:
         """The GitHub client, built on first use."""
-        if self._github is None:
-            adapter = importlib.import_module("stackbot.adapters.github")
-            self._github = adapter.GitHubClient.from_settings(self.settings)
-        return self._github
+        return self.services.github()
 
     def write_completion(self, session: Session) -> None:
         for follow_up in self.follow_ups:
@@ -99,6 +107,9 @@ class TaskContext:
             )
         for write in self.finishers:
             write(session)
+
+
+P = TypeVar("P", bound=TaskPayload)
 
 
 class TaskRegistry:
@@ -111,6 +122,17 @@ class TaskRegistry:
         if kind in self._handlers:
             raise ValueError(f"task kind {kind!r} already has a handler")
         self._handlers[kind] = handler
+
+    def add_task(self, payload_type: type[P], handler: Callable[[TaskContext, P], None]) -> None:
+        """Run ``handler`` with the task's payload decoded as ``payload_type`` (a bad payload
+        fails the task with an error naming the field)."""
+
+        def run(ctx: TaskContext) -> None:
+            # from_payload returns Self, which mypy widens to the union over a bound TypeVar.
+            handler(ctx, cast(P, payload_type.from_payload(ctx.payload)))
+
+        run.__name__ = getattr(handler, "__name__", str(payload_type.KIND))
+        self.add(payload_type.KIND, run)
 
     def handler(self, kind: str) -> Callable[[Handler], Handler]:
         """Decorator form of :meth:`add`."""
@@ -138,11 +160,3 @@ class TaskRegistry:
             if register is None:
                 raise BadInput(f"task module {name!r} has no register_tasks(registry) function")
             register(self)
-
-
-def default_registry(settings: Settings) -> TaskRegistry:
-    """The service's handlers plus those of the configured extra task modules."""
-    registry = TaskRegistry()
-    registry.load(TASK_MODULES)
-    registry.load(settings.extra_task_modules)
-    return registry

@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
@@ -21,6 +22,9 @@ from stackbot.db.models import Task
 from stackbot.errors import StackbotError
 from stackbot.worker import queue
 from stackbot.worker.registry import TaskContext, TaskRegistry
+
+if TYPE_CHECKING:
+    from stackbot.services.resources import WorkerResources
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +75,26 @@ class Worker:
         *,
         worker_id: str | None = None,
         lease_s: float | None = None,
+        resources: WorkerResources | None = None,
     ) -> None:
+        """``resources``: what the worker keeps between tasks, shared with the process's other
+        workers (default: its own, made on first use)."""
         self.engine = engine
         self.settings = settings
         self.registry = registry
+        self._resources = resources
         self.worker_id = worker_id or new_worker_id()
         self.lease_s = lease_s if lease_s is not None else settings.worker.lease_seconds
         self._wake = threading.Event()
         self.processed = 0
+
+    @property
+    def resources(self) -> WorkerResources:
+        if self._resources is None:
+            from stackbot.services.resources import WorkerResources  # (imports git, gpu_jobs)
+
+            self._resources = WorkerResources(self.settings)
+        return self._resources
 
     def wake(self) -> None:
         """Look for work now instead of at the next poll (the intake calls this)."""
@@ -130,7 +146,14 @@ class Worker:
             queue.bury(self.engine, task, reason)
             log.error("%s: dead, %s", label, reason)
             return
-        ctx = TaskContext(task, self.worker_id, self.engine, self.settings, state=dict(task.state))
+        ctx = TaskContext(
+            task,
+            self.worker_id,
+            self.engine,
+            self.settings,
+            state=dict(task.state),
+            resources=self.resources,
+        )
         log.info("%s started (attempt %d/%d)", label, task.attempts, task.max_attempts)
         started = time.monotonic()
         with _Heartbeat(self.engine, task.id, self.worker_id, self.lease_s) as beat:

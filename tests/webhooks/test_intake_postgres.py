@@ -7,7 +7,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from stackbot.db import migrate
+from stackbot.db import deliveries_store, migrate
 from stackbot.db.engine import make_engine
 from stackbot.worker import inbox
 from tests.support import postgres
@@ -43,7 +43,7 @@ def test_a_dropped_connection_is_retried_once() -> None:
             assert killed is not None and killed[0] >= 1  # the pooled intake connection
             after = _record(intake, "after")
             assert after.task_id is not None and not after.duplicate
-            assert inbox.count_deliveries(app_engine) == 2
+            assert deliveries_store.count_deliveries(app_engine) == 2
         finally:
             intake.dispose()
             app_engine.dispose()

@@ -10,6 +10,12 @@ from sqlmodel import Field, SQLModel
 
 from stackbot.db.models._columns import json_column, text_column, time_column, utcnow
 
+# A job's status: queued → submitted → running → one of FINISHED_STATES.
+FINISHED_STATES = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
+IN_FLIGHT_STATES = frozenset({"submitted", "running"})
+# Outcomes that say nothing about the tree: never reused, so the next run tries again.
+NOT_REUSABLE_STATES = frozenset({"infra", "cancelled"})
+
 
 class Job(SQLModel, table=True):
     __tablename__ = "jobs"

@@ -1,0 +1,46 @@
+"""The worker's handlers, assembled: every task kind of :mod:`stackbot.domain.tasks` with the
+service that runs it, plus the handlers of the ``extra_task_modules`` setting (plugins, tests).
+
+``stackbot worker``, ``stackbot serve --worker`` and ``stackbot demo`` build their workers from
+here; nothing else imports the services to run them.
+"""
+
+from __future__ import annotations
+
+from stackbot.config import Settings
+from stackbot.domain.tasks import PAYLOADS
+from stackbot.services import (
+    base_moved,
+    integrate,
+    poll_jobs,
+    reconcile,
+    reporting,
+    retest,
+    series_conflicts,
+    sync,
+    vetting,
+)
+from stackbot.worker import deliveries
+from stackbot.worker.registry import TaskRegistry
+
+
+def service_registry(settings: Settings) -> TaskRegistry:
+    """A handler for every task kind stackbot queues, and those of the configured extras."""
+    registry = TaskRegistry()
+    for module in (
+        deliveries,
+        sync,
+        vetting,
+        reconcile,
+        reporting,
+        integrate,
+        poll_jobs,
+        base_moved,
+        retest,
+        series_conflicts,
+    ):
+        module.register_tasks(registry)
+    missing = sorted(set(PAYLOADS) - set(registry.kinds))
+    assert not missing, f"task kinds without a handler: {missing}"
+    registry.load(settings.extra_task_modules)
+    return registry

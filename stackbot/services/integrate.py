@@ -1,0 +1,232 @@
+"""The ``integrate`` task: integrate a series, create the jobs its trees need, ask for reports.
+
+Queued by ``sync_pull`` and ``pr_command``, and by ``base_moved`` for every active series. It
+fetches the mirror, makes a ``stack`` run for each live PR and one ``series`` run
+(:func:`stackbot.domain.pipeline.plan_series`; a run identical to a stored one, same base and
+heads, is not made again), creates the jobs of every tree whose PRs are all approved (reusing
+results of identical trees) and the baseline jobs on the base commit, then asks for
+``poll_jobs``, a ``report`` of every PR of the series, and the series' conflict matrix.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from stackbot.adapters.git import GitMirror
+from stackbot.config import Settings
+from stackbot.db import github_store as store
+from stackbot.db import integration_store, jobs_store
+from stackbot.db.engine import session_scope
+from stackbot.domain.integration import RunKind, RunStatus, StepOutcome
+from stackbot.domain.pipeline import PlannedRun, PrState, plan_series, untested_reason
+from stackbot.domain.series import build_series_graph
+from stackbot.domain.tasks import ConflictMatrix, Integrate, PollJobs, Report
+from stackbot.domain.types import PrNumber
+from stackbot.errors import BadInput
+from stackbot.services import jobs as job_service
+from stackbot.services.integration import RunRequest, run_integration
+from stackbot.services.resources import WorkerResources
+from stackbot.worker.registry import TaskContext, TaskRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class IntegrateOutcome:
+    run_ids: list[int] = field(default_factory=list)
+    reused_runs: list[int] = field(default_factory=list)
+    jobs_created: list[int] = field(default_factory=list)
+    affected: list[int] = field(default_factory=list)
+    untested: dict[int, str] = field(default_factory=dict)  # run id -> why no jobs
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What every run of one integration shares: the repository, its base and the heads."""
+
+    repo_id: int
+    base_ref: str  # the branch
+    base_sha: str  # the commit every run is pinned to
+    heads: Mapping[int, str]
+    series_key: str | None
+
+
+def integrate(
+    engine: Engine,
+    settings: Settings,
+    resources: WorkerResources,
+    task: Integrate,
+) -> IntegrateOutcome:
+    """Integrate one series (or one PR in no series) and create the jobs its trees need."""
+    with Session(engine) as session:
+        repository = store.get_repository(session, full_name=task.repo)
+        if repository is None or repository.id is None:
+            raise BadInput(f"{task.repo} is not known to stackbot; sync one of its PRs first")
+        repo_id, clone_url, base_ref = (
+            repository.id,
+            repository.clone_url,
+            repository.default_branch,
+        )
+        rows = store.list_pulls(session, repo_id=repo_id)
+        records = [store.pr_record(row) for row in rows]
+        approvals = {
+            row.number: frozenset(
+                a.sha for a in store.approvals_of(session, repo_id=repo_id, pr_number=row.number)
+            )
+            for row in rows
+        }
+        affected = _affected(session, repo_id, task)
+    graph = build_series_graph(records, repo=task.repo)
+    states: dict[int, PrState] = {
+        int(r.number): PrState(
+            r.number,
+            r.head_sha,
+            live=r.is_open and not r.merged and r.number not in graph.superseded,
+            approved_shas=approvals.get(r.number, frozenset()),
+        )
+        for r in records
+    }
+    lone = PrNumber(task.number) if task.number is not None else None
+    planned = plan_series(graph, states, series_key=task.series_key, lone_pr=lone)
+    outcome = IntegrateOutcome(affected=affected)
+    if not planned:
+        return outcome
+    mirror = GitMirror.open_or_clone(
+        clone_url, settings.mirrors_dir, timeout=settings.git_fetch_timeout_s
+    )
+    mirror.fetch()
+    base_sha = mirror.rev_parse(base_ref)
+    target = _Target(
+        repo_id, base_ref, base_sha, {int(r.number): r.head_sha for r in records}, task.series_key
+    )
+    requests = job_service.job_requests(resources.test_sets(), settings)
+    for plan in planned:
+        run_id, reused = _run_once(engine, settings, resources, mirror, target, plan)
+        (outcome.reused_runs if reused else outcome.run_ids).append(run_id)
+        why = _create_jobs(engine, run_id, requests, states)
+        if why:
+            outcome.untested[run_id] = why
+    with session_scope(engine) as session:
+        tested = [
+            rid for rid in outcome.run_ids + outcome.reused_runs if rid not in outcome.untested
+        ]
+        if tested:
+            job_service.create_baseline_jobs(
+                session,
+                repo_id=repo_id,
+                base_ref=base_ref,
+                base_sha=base_sha,
+                base_tree=mirror.tree_of(base_sha),
+                requests=requests,
+            )
+        outcome.jobs_created = [
+            j.id for j in jobs_store.jobs_of_runs(session, run_ids=tested) if j.id is not None
+        ]
+    return outcome
+
+
+def _run_once(
+    engine: Engine,
+    settings: Settings,
+    resources: WorkerResources,
+    mirror: GitMirror,
+    target: _Target,
+    plan: PlannedRun,
+) -> tuple[int, bool]:
+    """The run for ``plan``: a stored identical one (same kind, target, base and heads), or a
+    new one. Returns (run id, reused)."""
+    wanted = {str(n): target.heads[n] for n in plan.prs}
+    kind = RunKind(plan.kind)
+    with Session(engine) as session:
+        for run in integration_store.recent_runs(
+            session, repo_id=target.repo_id, kind=kind, base_sha=target.base_sha, name=plan.name
+        ):
+            if run.heads == wanted and run.id is not None:
+                return run.id, True
+    request = RunRequest(
+        base_ref=target.base_sha,
+        prs=[(n, target.heads[n]) for n in plan.prs],
+        kind=kind,
+        name=plan.name,
+        depends_on={n: tuple(p) for n, p in plan.depends_on.items()},
+        generated_files=tuple(settings.generated_files),
+        checker_command=settings.allowlist_checker_command,
+    )
+    result = run_integration(
+        mirror, request, allowlist=resources.allowlist(mirror), memo=resources.step_memo(mirror)
+    )
+    with session_scope(engine) as session:
+        row = integration_store.save_run(
+            session,
+            target.repo_id,
+            result,
+            series_key=target.series_key,
+            target_pr=plan.target_pr,
+        )
+        row.base_ref = target.base_ref  # the branch, not the SHA the run was pinned to
+        session.add(row)
+        assert row.id is not None
+        return row.id, False
+
+
+def _create_jobs(
+    engine: Engine,
+    run_id: int,
+    requests: Sequence[job_service.JobRequest],
+    states: dict[int, PrState],
+) -> str | None:
+    """Jobs for the run's tree, or why it is not tested."""
+    with session_scope(engine) as session:
+        run = integration_store.get_run(session, run_id=run_id)
+        assert run is not None
+        steps = integration_store.steps_of(session, run_id=run_id)
+        merged = [
+            s.pr_number for s in steps if s.outcome in (StepOutcome.CLEAN, StepOutcome.RESOLVED)
+        ]
+        if run.kind == RunKind.STACK and run.status == RunStatus.CONFLICT:
+            return "the stack does not merge cleanly"
+        if not merged or not run.final_tree or not run.final_commit:
+            return "nothing merged"
+        heads = {PrNumber(int(k)): v for k, v in run.heads.items()}
+        why = untested_reason([PrNumber(n) for n in merged], heads, states)
+        if why:
+            return why
+        job_service.create_run_jobs(session, run, requests)
+    return None
+
+
+def _affected(session: Session, repo_id: int, task: Integrate) -> list[int]:
+    """Whose reports the integration changes: every member of the series, or the lone PR."""
+    if task.series_key is not None:
+        series = store.get_series(session, repo_id=repo_id, key=task.series_key)
+        if series is not None and series.id is not None:
+            return store.series_member_numbers(session, series_id=series.id)
+    return [task.number] if task.number is not None else []
+
+
+def handle_integrate(ctx: TaskContext, task: Integrate) -> None:
+    outcome = integrate(ctx.engine, ctx.settings, ctx.services, task)
+    log.info(
+        "integrate %s %s: %d new runs, %d unchanged, %d jobs",
+        task.repo,
+        task.series_key or f"#{task.number}",
+        len(outcome.run_ids),
+        len(outcome.reused_runs),
+        len(outcome.jobs_created),
+    )
+    if outcome.jobs_created:
+        ctx.enqueue_task(PollJobs())
+    if outcome.affected:
+        ctx.enqueue_task(Report.of(task.repo, outcome.affected))
+    if task.series_key is not None and outcome.run_ids:
+        # After the reports: the matrix is for the dashboard, and costs a merge per pair.
+        ctx.enqueue_task(ConflictMatrix(task.repo, task.series_key))
+
+
+def register_tasks(registry: TaskRegistry) -> None:
+    registry.add_task(Integrate, handle_integrate)

@@ -1,0 +1,88 @@
+"""The ``poll_jobs`` task: advance every GPU job (poll, collect, submit while there is room),
+report the PRs whose jobs changed, and come back while any job is unfinished.
+
+One such task exists at a time (its dedupe key is its kind); it reschedules itself in the
+transaction that completes it, after the executor's poll interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from stackbot.adapters.git import GitMirror
+from stackbot.db import github_store as store
+from stackbot.db import jobs_store
+from stackbot.db.models import Repository
+from stackbot.db.models._columns import utcnow
+from stackbot.domain.integration import RunKind
+from stackbot.domain.tasks import FollowUp, PollJobs, Report
+from stackbot.services import jobs as job_service
+from stackbot.worker import queue
+from stackbot.worker.registry import TaskContext, TaskRegistry
+
+# How long the local executor's jobs wait between polls (Slurm's is a setting).
+LOCAL_POLL_INTERVAL_S = 2.0
+
+
+def handle_poll_jobs(ctx: TaskContext, task: PollJobs) -> None:
+    settings, resources = ctx.settings, ctx.services
+    with Session(ctx.engine) as session:
+        repo_urls = {
+            r.id: _runner_url(r, settings.mirrors_dir)
+            for r in store.list_repositories(session)
+            if r.id is not None
+        }
+    backend = job_service.JobBackend(
+        executor=resources.executor(),
+        test_sets=resources.test_sets(),
+        jobs_dir=settings.jobs_dir,
+        node_check=settings.job_node_check,
+    )
+    advance = job_service.advance_jobs(ctx.engine, backend, repo_url_of=repo_urls)
+    if advance.changed:
+        changed = advance.submitted + advance.started + advance.finished
+        for repo, numbers in prs_of_jobs(ctx.engine, changed).items():
+            ctx.enqueue_task(Report.of(repo, numbers))
+    if advance.unfinished:
+        slurm = settings.executor == "slurm"
+        delay = settings.slurm.poll_interval_s if slurm else LOCAL_POLL_INTERVAL_S
+        again = FollowUp.of(task)
+
+        def poll_again(session: Session) -> None:
+            run_after = utcnow() + timedelta(seconds=delay)
+            queue.enqueue(
+                session, again.kind, again.payload, dedupe_key=again.dedupe_key, run_after=run_after
+            )
+
+        ctx.on_completion(poll_again)
+
+
+def _runner_url(repository: Repository, mirrors_dir: Path) -> str:
+    """Runners fetch the integration commits from stackbot's mirror (they exist nowhere else
+    unless pushed)."""
+    mirror = GitMirror.open_or_clone(repository.clone_url, mirrors_dir)
+    return str(mirror.git_dir)
+
+
+def prs_of_jobs(engine: Engine, job_ids: Sequence[int]) -> dict[str, list[int]]:
+    """The PRs whose reports show these jobs: a stack run's PR, every PR of a series run, and
+    for a baseline job every PR tested on that base."""
+    found: dict[str, set[int]] = {}
+    with Session(engine) as session:
+        jobs = jobs_store.jobs_by_ids(session, job_ids=job_ids)
+        runs = jobs_store.runs_of_jobs(session, jobs=jobs)
+        names = {r.id: r.full_name for r in store.list_repositories(session)}
+        for run in runs:
+            series = run.kind == RunKind.SERIES
+            prs = {int(n) for n in run.heads} if series else {run.target_pr or 0}
+            found.setdefault(names[run.repo_id], set()).update(p for p in prs if p)
+    return {repo: sorted(numbers) for repo, numbers in found.items()}
+
+
+def register_tasks(registry: TaskRegistry) -> None:
+    registry.add_task(PollJobs, handle_poll_jobs)

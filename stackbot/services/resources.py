@@ -1,0 +1,101 @@
+"""What a worker keeps between tasks: its GitHub client, its executor and test sets, and the
+caches that make a later integration redo only what changed.
+
+One :class:`WorkerResources` is made by the process that runs workers (``stackbot worker``
+makes one for all its threads, ``stackbot serve --worker`` and the demo one each) and reaches
+every handler as ``ctx.services``. Nothing here is a module global: two workers made with
+different settings in one process (the tests do that) never share a cache, an executor or a
+GitHub client by accident.
+
+- allowlist scan caches, per mirror: a later run re-parses only files whose blobs changed;
+- merge-step memos, per mirror: a stack run repeats no merge the series run already made;
+- conflict-matrix caches, per mirror: a push to one PR recomputes only that PR's pairs;
+- the executor (its local GPU pool is the process's) and the test sets (re-read when their
+  file changes);
+- the GitHub client, with one write pacer for the process's writes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpu_jobs.executors import Executor, make_executor
+from gpu_jobs.testsets import TestSet, load_test_sets
+from stackbot.adapters.git import GitMirror
+from stackbot.config import Settings
+from stackbot.services.conflicts import ConflictCache
+from stackbot.services.executors import executor_config
+from stackbot.services.integration import StepMemo
+from stackbot.services.tree_allowlist import TreeAllowlist
+
+if TYPE_CHECKING:
+    from stackbot.adapters.github.port import GitHubPort
+
+
+class WorkerResources:
+    def __init__(
+        self, settings: Settings, *, github: Callable[[], GitHubPort] | None = None
+    ) -> None:
+        """``github``: how to make the GitHub client (default: from the settings)."""
+        self.settings = settings
+        self._make_github = github
+        self._github: GitHubPort | None = None
+        self._lock = threading.Lock()
+        self._allowlists: dict[str, TreeAllowlist] = {}
+        self._step_memos: dict[str, StepMemo] = {}
+        self._conflict_caches: dict[str, ConflictCache] = {}
+        self._executor: Executor | None = None
+        self._test_sets: tuple[tuple[str, float], dict[str, TestSet]] | None = None
+
+    def github(self) -> GitHubPort:
+        """The GitHub client, built on first use (PyGithub is imported only then)."""
+        with self._lock:
+            if self._github is None:
+                self._github = self._new_github()
+            return self._github
+
+    def _new_github(self) -> GitHubPort:
+        if self._make_github is not None:
+            return self._make_github()
+        from stackbot.adapters.github import GitHubClient, WritePacer
+
+        pacer = WritePacer(
+            per_minute=self.settings.github_writes_per_minute,
+            per_hour=self.settings.github_writes_per_hour,
+        )
+        return GitHubClient.from_settings(self.settings, pacer=pacer)
+
+    def allowlist(self, mirror: GitMirror) -> TreeAllowlist:
+        """The mirror's allowlist reader, whose scan outcomes outlive one run."""
+        with self._lock:
+            key = str(mirror.git_dir)
+            tracker = self._allowlists.get(key)
+            if tracker is None:
+                tracker = self._allowlists[key] = TreeAllowlist(mirror)
+            return tracker
+
+    def step_memo(self, mirror: GitMirror) -> StepMemo:
+        with self._lock:
+            return self._step_memos.setdefault(str(mirror.git_dir), StepMemo())
+
+    def conflict_cache(self, mirror: GitMirror) -> ConflictCache:
+        with self._lock:
+            return self._conflict_caches.setdefault(str(mirror.git_dir), ConflictCache())
+
+    def executor(self) -> Executor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = make_executor(executor_config(self.settings))
+            return self._executor
+
+    def test_sets(self) -> dict[str, TestSet]:
+        """The configured test sets, re-read when their file changes."""
+        path = self.settings.test_sets_file
+        stamp = (str(path), Path(path).stat().st_mtime if path is not None else 0.0)
+        with self._lock:
+            if self._test_sets is None or self._test_sets[0] != stamp:
+                self._test_sets = (stamp, load_test_sets(path))
+            return self._test_sets[1]

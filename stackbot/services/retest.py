@@ -1,0 +1,37 @@
+"""The ``retest`` task: new jobs (no reuse) for a PR's current stack run, for one test set or
+all. Asked for by ``/stackbot retest [SET]`` or by re-running a check run on GitHub."""
+
+from __future__ import annotations
+
+from stackbot.db import github_store as store
+from stackbot.db import integration_store
+from stackbot.db.engine import session_scope
+from stackbot.domain.tasks import PollJobs, Report, Retest
+from stackbot.services import jobs as job_service
+from stackbot.worker.registry import TaskContext, TaskRegistry
+
+
+def handle_retest(ctx: TaskContext, task: Retest) -> None:
+    with session_scope(ctx.engine) as session:
+        repository = store.get_repository(session, full_name=task.repo)
+        pr = (
+            store.get_pull(session, repo_id=repository.id, number=task.number)
+            if repository and repository.id
+            else None
+        )
+        if repository is None or repository.id is None or pr is None:
+            return
+        run = integration_store.latest_stack_run(
+            session, repo_id=repository.id, target_pr=task.number
+        )
+        if run is None or run.heads.get(str(task.number)) != pr.head_sha or not run.final_tree:
+            return  # no integration of the current head yet: the next integrate tests it
+        requests = job_service.job_requests(ctx.services.test_sets(), ctx.settings, task.test_sets)
+        created = job_service.create_run_jobs(session, run, requests, force=True)
+    if created:
+        ctx.enqueue_task(PollJobs())
+        ctx.enqueue_task(Report.of(task.repo, [task.number]))
+
+
+def register_tasks(registry: TaskRegistry) -> None:
+    registry.add_task(Retest, handle_retest)
