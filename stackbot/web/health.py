@@ -19,6 +19,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import Engine
 
+from stackbot.db.probe import database_answers
 from stackbot.worker import queue
 
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -120,16 +121,6 @@ class LatencyMiddleware:
         finally:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             self.metrics.observe_latency(route, time.perf_counter() - started)
-
-
-def database_answers(engine: Engine) -> str | None:
-    """None when a trivial query succeeds, else what went wrong."""
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql("SELECT 1").scalar_one()
-    except Exception as error:
-        return f"{type(error).__name__}: {error}"
-    return None
 
 
 @router.get("/healthz", summary="Liveness and database reachability")

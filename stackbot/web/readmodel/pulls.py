@@ -1,0 +1,134 @@
+"""The pull request page, and the table of PRs (with their stack runs and test cells) that it
+shares with the series page."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlmodel import Session
+
+from stackbot.db import dashboard_store, github_store
+from stackbot.web.readmodel.cells import cells_of_runs
+from stackbot.web.readmodel.summaries import RunSummary, TestCell, iso, run_summary
+
+
+@dataclass(frozen=True)
+class PullRow:
+    number: int
+    title: str
+    author: str
+    state: str
+    draft: bool
+    merged: bool
+    head_sha: str
+    superseded_by: int | None
+    approval: str | None  # who approved the current head, or None
+    stack_run: RunSummary | None
+    tests: tuple[TestCell, ...]
+
+    @property
+    def display_state(self) -> str:
+        if self.merged:
+            return "merged"
+        if self.superseded_by:
+            return "superseded"
+        if self.state != "open":
+            return "closed"
+        if self.stack_run and self.stack_run.status == "conflict":
+            return "conflict"
+        if any(cell.state == "failed" for cell in self.tests):
+            return "failed"
+        if self.tests and all(cell.state == "passed" for cell in self.tests):
+            return "passed"
+        if self.approval is None:
+            return "waiting"
+        return "draft" if self.draft else "open"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "title": self.title,
+            "author": self.author,
+            "state": self.state,
+            "display_state": self.display_state,
+            "draft": self.draft,
+            "merged": self.merged,
+            "head_sha": self.head_sha,
+            "superseded_by": self.superseded_by,
+            "approval": self.approval,
+            "stack_run": self.stack_run.to_json() if self.stack_run else None,
+            "tests": [cell.to_json() for cell in self.tests],
+        }
+
+
+def pull_rows(session: Session, repo_id: int, numbers: Iterable[int]) -> list[PullRow]:
+    """The rows of these PRs in the order given (PRs not stored are left out): four queries
+    whatever their number."""
+    numbers = list(numbers)
+    prs = {
+        pr.number: pr
+        for pr in dashboard_store.pull_table_rows(session, repo_id=repo_id, numbers=numbers)
+    }
+    approvals: dict[tuple[int, str], str] = {
+        (a.pr_number, a.sha): a.vetter
+        for a in dashboard_store.approval_vetters(session, repo_id=repo_id, pr_numbers=numbers)
+    }
+    runs = {
+        run.target_pr: run
+        for run in dashboard_store.latest_stack_runs(session, repo_id=repo_id, target_prs=numbers)
+    }
+    cells = cells_of_runs(session, list(runs.values()))
+    rows = []
+    for number in numbers:
+        pr = prs.get(number)
+        if pr is None:
+            continue
+        run = runs.get(number)
+        rows.append(
+            PullRow(
+                number=pr.number,
+                title=pr.title,
+                author=pr.author,
+                state=pr.state,
+                draft=pr.draft,
+                merged=pr.merged,
+                head_sha=pr.head_sha,
+                superseded_by=pr.superseded_by,
+                approval=approvals.get((pr.number, pr.head_sha)),
+                stack_run=run_summary(run) if run else None,
+                tests=cells.get(run.id, ()) if run and run.id is not None else (),
+            )
+        )
+    return rows
+
+
+def pull_detail(session: Session, number: int, repo: str | None = None) -> dict[str, Any] | None:
+    found = dashboard_store.find_pull(session, number=number, repo=repo)
+    if found is None:
+        return None
+    pr, repository = found
+    repo_id = pr.repo_id
+    row = pull_rows(session, repo_id, [number])[0]
+    parents = dashboard_store.parent_edges(session, repo_id=repo_id, number=number)
+    children = dashboard_store.child_edges(session, repo_id=repo_id, number=number)
+    runs = dashboard_store.runs_targeting(session, repo_id=repo_id, pr_number=number, limit=20)
+    series = dashboard_store.series_of_pull(session, repo_id=repo_id, number=number)
+    # Newest first.
+    approvals = github_store.approvals_of(session, repo_id=repo_id, pr_number=number)[::-1]
+    return {
+        "repo": repository.full_name,
+        "pull": row,
+        "body": pr.body or "",
+        "base_ref": pr.base_ref,
+        "head_ref": pr.head_ref,
+        "parents": sorted({(e.parent, e.source) for e in parents}),
+        "children": sorted({(e.child, e.source) for e in children}),
+        "runs": [run_summary(run) for run in runs],
+        "series": series,
+        "approvals": [
+            {"sha": a.sha, "vetter": a.vetter, "kind": a.kind, "created_at": iso(a.created_at)}
+            for a in approvals
+        ],
+    }

@@ -1,0 +1,167 @@
+"""The series pages: the list of every series (the index) and one series with its graph, PRs,
+latest series run and conflict matrix."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session
+
+from stackbot.db import dashboard_store
+from stackbot.db.models import IntegrationRun
+from stackbot.web.readmodel.cells import cells_of_runs
+from stackbot.web.readmodel.pulls import PullRow, pull_rows
+from stackbot.web.readmodel.runs import run_steps
+from stackbot.web.readmodel.summaries import (
+    RunSummary,
+    StepRow,
+    TestCell,
+    fields_json,
+    run_summary,
+)
+
+
+def series_slug(key: str) -> str:
+    """URL form of a series key: ``#6307`` → ``6307``, ``root-#8034`` → ``root-8034``."""
+    return key.replace("#", "")
+
+
+def key_from_slug(slug: str) -> str:
+    if slug.startswith("root-"):
+        return "root-#" + slug.removeprefix("root-")
+    return "#" + slug if slug.isdigit() else slug
+
+
+@dataclass(frozen=True)
+class SeriesListRow:
+    key: str
+    slug: str
+    repo: str
+    pr_count: int
+    open_count: int
+    problems: int
+    status: str
+    updated_at: datetime
+    latest_run_status: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return fields_json(self)
+
+
+@dataclass(frozen=True)
+class SeriesPage:
+    key: str
+    slug: str
+    repo: str
+    series_status: str
+    order: list[int]
+    problems: list[dict[str, Any]]
+    pulls: tuple[PullRow, ...]
+    edges: tuple[tuple[int, int, str], ...]
+    series_run: RunSummary | None
+    series_steps: tuple[StepRow, ...]
+    series_tests: tuple[TestCell, ...]
+    conflict_matrix: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "repo": self.repo,
+            "status": self.series_status,
+            "order": self.order,
+            "problems": self.problems,
+            "pulls": [row.to_json() for row in self.pulls],
+            "edges": [{"child": c, "parent": p, "source": s} for c, p, s in self.edges],
+            "series_run": self.series_run.to_json() if self.series_run else None,
+            "series_steps": [step.to_json() for step in self.series_steps],
+            "series_tests": [cell.to_json() for cell in self.series_tests],
+            "conflict_matrix": self.conflict_matrix,
+        }
+
+
+def list_series(session: Session) -> list[SeriesListRow]:
+    rows = dashboard_store.series_with_repositories(session)
+    series_ids = [s.id for s, _ in rows if s.id is not None]
+    members: dict[int, list[int]] = defaultdict(list)
+    for member in dashboard_store.members_of_series(session, series_ids=series_ids):
+        members[member.series_id].append(member.pr_number)
+    states = {
+        (pr.repo_id, pr.number): pr
+        for pr in dashboard_store.pulls_numbered(
+            session, numbers={n for ns in members.values() for n in ns}
+        )
+    }
+    latest_runs = _latest_series_runs(session, [s.key for s, _ in rows])
+    result = []
+    for series, repo in rows:
+        numbers = members.get(series.id or -1, [])
+        open_count = sum(
+            1
+            for n in numbers
+            if (pr := states.get((series.repo_id, n))) is not None and pr.state == "open"
+        )
+        run = latest_runs.get((series.repo_id, series.key))
+        result.append(
+            SeriesListRow(
+                key=series.key,
+                slug=series_slug(series.key),
+                repo=repo.full_name,
+                pr_count=len(numbers),
+                open_count=open_count,
+                problems=len(series.problems),
+                status="active" if open_count else "closed",
+                updated_at=series.updated_at,
+                latest_run_status=run.status if run else None,
+            )
+        )
+    result.sort(key=lambda row: (row.repo, row.key))
+    return result
+
+
+def _latest_series_runs(
+    session: Session, keys: Sequence[str]
+) -> dict[tuple[int, str], IntegrationRun]:
+    if not keys:
+        return {}
+    runs = dashboard_store.latest_series_runs(session, keys=keys)
+    return {(run.repo_id, run.series_key or ""): run for run in runs}
+
+
+def series_page(session: Session, key: str, repo: str | None = None) -> SeriesPage | None:
+    found = dashboard_store.find_series(session, key=key, repo=repo)
+    if found is None:
+        return None
+    series, repository = found
+    members = dashboard_store.members_in_order(session, series_id=series.id)
+    numbers = [m.pr_number for m in members]
+    pulls = pull_rows(session, series.repo_id, numbers)
+    edges = dashboard_store.edges_from(session, repo_id=series.repo_id, children=numbers)
+    series_run = dashboard_store.latest_series_run(
+        session, repo_id=series.repo_id, series_key=series.key
+    )
+    steps: tuple[StepRow, ...] = ()
+    tests: tuple[TestCell, ...] = ()
+    if series_run is not None and series_run.id is not None:
+        steps = tuple(run_steps(session, series_run.id))
+        cells = cells_of_runs(session, [series_run])
+        tests = cells.get(series_run.id, ())
+    return SeriesPage(
+        key=series.key,
+        slug=series_slug(series.key),
+        repo=repository.full_name,
+        series_status="active"
+        if any(row.state == "open" and not row.merged for row in pulls)
+        else "closed",
+        order=list(series.order),
+        problems=list(series.problems),
+        pulls=tuple(pulls),
+        edges=tuple((e.child, e.parent, e.source) for e in edges),
+        series_run=run_summary(series_run) if series_run else None,
+        series_steps=steps,
+        series_tests=tests,
+        conflict_matrix=series.conflict_matrix,
+    )

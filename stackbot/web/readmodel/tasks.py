@@ -1,0 +1,33 @@
+"""The tasks page (queue counts and dead letters) and the change token the pages poll."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlmodel import Session
+
+from stackbot.db import dashboard_store
+
+
+@dataclass(frozen=True)
+class TaskCounts:
+    by_status: dict[str, int] = field(default_factory=dict)
+    dead: tuple[dict[str, Any], ...] = ()
+
+
+def task_counts(session: Session) -> TaskCounts:
+    counts = dashboard_store.task_status_counts(session)
+    dead = dashboard_store.dead_tasks(session, limit=20)
+    return TaskCounts(
+        by_status=counts,
+        dead=tuple(
+            {"id": t.id, "kind": t.kind, "attempts": t.attempts, "error": t.last_error or ""}
+            for t in dead
+        ),
+    )
+
+
+def change_token(session: Session) -> str:
+    """Changes whenever anything the dashboard shows changes."""
+    return "|".join(str(part) for part in dashboard_store.change_markers(session))
