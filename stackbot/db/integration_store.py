@@ -167,6 +167,26 @@ def recent_runs(
     return list(session.exec(statement.order_by(col(IntegrationRun.id).desc()).limit(limit)))
 
 
+def newest_runs(
+    session: Session,
+    *,
+    repo_id: int,
+    kind: str,
+    target_pr: int | None = None,
+    series_key: str | None = None,
+    limit: int = 20,
+) -> list[IntegrationRun]:
+    """The newest runs of a kind, for one target PR and/or series when given, newest first."""
+    statement = select(IntegrationRun).where(
+        IntegrationRun.repo_id == repo_id, IntegrationRun.kind == kind
+    )
+    if target_pr is not None:
+        statement = statement.where(IntegrationRun.target_pr == target_pr)
+    if series_key is not None:
+        statement = statement.where(IntegrationRun.series_key == series_key)
+    return list(session.exec(statement.order_by(col(IntegrationRun.id).desc()).limit(limit)))
+
+
 def latest_stack_run(session: Session, *, repo_id: int, target_pr: int) -> IntegrationRun | None:
     """The newest stack run made for PR ``target_pr``."""
     return session.exec(

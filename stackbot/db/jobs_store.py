@@ -64,6 +64,22 @@ def reusable_job(session: Session, *, tree: str, config_hash: str) -> Job | None
     ).first()
 
 
+def finished_baselines(session: Session, *, repo_id: int, commit_sha: str) -> list[Job]:
+    """The finished baseline jobs on a base commit, oldest first."""
+    return list(
+        session.exec(
+            select(Job)
+            .where(
+                Job.repo_id == repo_id,
+                Job.kind == "baseline",
+                Job.commit_sha == commit_sha,
+                col(Job.status).in_(list(FINISHED_STATES)),
+            )
+            .order_by(col(Job.id))
+        )
+    )
+
+
 def copies_of(session: Session, *, job_id: int) -> list[Job]:
     """The jobs that took (or wait for) this job's outcome."""
     return list(session.exec(select(Job).where(Job.reused_from_job_id == job_id)))

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from stackbot.config import Settings
 from stackbot.db import github_store as store
+from stackbot.db import integration_store, jobs_store
 from stackbot.db.models import (
     DependencyEdge,
     IntegrationRun,
@@ -162,14 +163,9 @@ def _latest_run(
     series_key: str | None = None,
     head: tuple[int, str] | None = None,
 ) -> IntegrationRun | None:
-    statement = select(IntegrationRun).where(
-        IntegrationRun.repo_id == repo_id, IntegrationRun.kind == kind
-    )
-    if target_pr is not None:
-        statement = statement.where(IntegrationRun.target_pr == target_pr)
-    if series_key is not None:
-        statement = statement.where(IntegrationRun.series_key == series_key)
-    for run in session.exec(statement.order_by(col(IntegrationRun.id).desc()).limit(20)):
+    for run in integration_store.newest_runs(
+        session, repo_id=repo_id, kind=kind, target_pr=target_pr, series_key=series_key, limit=20
+    ):
         # A stack run of an older head says nothing about the current one.
         if head is None or run.heads.get(str(head[0])) == head[1]:
             return run
@@ -181,11 +177,8 @@ def _integration(
 ) -> IntegrationView | None:
     if run is None:
         return None
-    steps = session.exec(
-        select(IntegrationStep)
-        .where(IntegrationStep.run_id == run.id)
-        .order_by(col(IntegrationStep.position))
-    ).all()
+    assert run.id is not None
+    steps = integration_store.steps_of(session, run_id=run.id)
     return IntegrationView(
         kind="series" if run.kind == "series" else "stack",
         status=run.status,
@@ -254,9 +247,8 @@ def _entry_text(item: Any) -> str:
 def _test_rows(
     session: Session, run: IntegrationRun, base_url: str
 ) -> tuple[tuple[TestRow, ...], str | None]:
-    jobs = session.exec(
-        select(Job).where(Job.integration_run_id == run.id).order_by(col(Job.id))
-    ).all()
+    assert run.id is not None
+    jobs = jobs_store.jobs_of_run(session, run_id=run.id)
     newest: dict[tuple[str, str], Job] = {}
     for job in jobs:
         newest[(job.test_set, job.shape)] = job
@@ -271,17 +263,7 @@ def _baselines(session: Session, run: IntegrationRun) -> dict[tuple[str, str], J
     if not run.base_sha:
         return {}
     found: dict[tuple[str, str], Job] = {}
-    statement = (
-        select(Job)
-        .where(
-            Job.repo_id == run.repo_id,
-            Job.kind == "baseline",
-            Job.commit_sha == run.base_sha,
-            col(Job.status).in_(list(FINISHED)),
-        )
-        .order_by(col(Job.id))
-    )
-    for job in session.exec(statement):
+    for job in jobs_store.finished_baselines(session, repo_id=run.repo_id, commit_sha=run.base_sha):
         found[(job.test_set, job.shape)] = job  # the newest wins
     return found
 
@@ -295,7 +277,7 @@ def _row(session: Session, job: Job, baseline: Job | None, base_url: str) -> Tes
             comparison = compare_with_main(here, main)
     reused = None
     if job.reused_from_job_id is not None:
-        source = session.get(Job, job.reused_from_job_id)
+        source = jobs_store.get_job(session, job_id=job.reused_from_job_id)
         reused = ReusedFrom(source.integration_run_id if source else None, job.reused_from_job_id)
     return TestRow(
         test_set=job.test_set,
