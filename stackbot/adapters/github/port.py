@@ -1,0 +1,118 @@
+"""``GitHubPort``: what the services and the worker ask of GitHub, as a ``Protocol``.
+
+:class:`~stackbot.adapters.github.client.GitHubClient` is the implementation (against GitHub or
+the stand-in); tests may pass anything with these methods. Only the calls the services make are
+here: a method the client has and no service calls (``list_stacks``, ``get_comment``...) is left
+out, so a fake need not write it.
+
+This module imports no PyGithub: the worker imports it at start and builds the client only when
+a handler first asks for it. Listings are typed as ``Sequence`` because callers only iterate
+them; the client returns lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from stackbot.domain.records import CommentRecord, CommitRecord, PrRecord
+
+if TYPE_CHECKING:
+    from stackbot.adapters.github.client import GitHubClient
+
+
+class GitHubPort(Protocol):
+    # -- pull requests --------------------------------------------------------------------------
+
+    def get_pull(self, repo: str, number: int) -> PrRecord:
+        """The PR with its native stack, without commits or comments."""
+        ...
+
+    def list_open_pulls(self, repo: str) -> Sequence[PrRecord]:
+        """Every open PR of ``repo``, oldest first."""
+        ...
+
+    def list_pull_commits(self, repo: str, number: int) -> Sequence[CommitRecord]:
+        """The PR's commits, oldest first."""
+        ...
+
+    def clone_url(self, repo: str) -> str:
+        """Where git fetches ``repo`` from (a ``file://`` path on the stand-in)."""
+        ...
+
+    # -- comments -------------------------------------------------------------------------------
+
+    def list_issue_comments(self, repo: str, number: int) -> Sequence[CommentRecord]:
+        """The comments on PR or issue ``number``, oldest first."""
+        ...
+
+    def create_comment(self, repo: str, number: int, body: str) -> int:
+        """Post a comment on PR or issue ``number``; returns its id."""
+        ...
+
+    def edit_comment(self, repo: str, comment_id: int, body: str) -> None:
+        """Replace a comment's body (raises ``NotFound`` when it was deleted)."""
+        ...
+
+    # -- people ---------------------------------------------------------------------------------
+
+    def collaborator_permission(self, repo: str, user: str) -> str:
+        """``admin|maintain|write|triage|read|none``; an unknown user is ``none``."""
+        ...
+
+    def is_org_member(self, org: str, user: str) -> bool:
+        """Whether ``user`` belongs to ``org`` (publicly, if we cannot see private members)."""
+        ...
+
+    # -- check runs and statuses ----------------------------------------------------------------
+
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        name: str,
+        *,
+        status: str,
+        conclusion: str | None = None,
+        title: str,
+        summary: str,
+        text: str | None = None,
+        details_url: str | None = None,
+        external_id: str | None = None,
+    ) -> int:
+        """Create a check run on ``head_sha``; returns its id (``ChecksNotPermitted`` if barred)."""
+        ...
+
+    def update_check_run(
+        self,
+        repo: str,
+        check_run_id: int,
+        *,
+        status: str,
+        conclusion: str | None = None,
+        title: str,
+        summary: str,
+        text: str | None = None,
+    ) -> None:
+        """Set a check run's status, conclusion and output."""
+        ...
+
+    def create_commit_status(
+        self,
+        repo: str,
+        sha: str,
+        *,
+        state: str,
+        context: str,
+        description: str,
+        target_url: str | None = None,
+    ) -> None:
+        """Set the commit status ``context`` on ``sha`` (where check runs are not permitted)."""
+        ...
+
+
+if TYPE_CHECKING:
+
+    def _client_is_a_port(client: GitHubClient) -> GitHubPort:
+        """Checked by mypy only: the real client satisfies the port."""
+        return client
