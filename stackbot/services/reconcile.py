@@ -13,11 +13,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from stackbot.adapters.github.port import GitHubPort
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import PullRequest
@@ -63,7 +63,7 @@ def _compare(row: PullRequest | None, pr: PrRecord) -> Drift | None:
     return None
 
 
-def reconcile_repo(engine: Engine, client: Any, *, repo: str) -> list[Drift]:
+def reconcile_repo(engine: Engine, client: GitHubPort, *, repo: str) -> list[Drift]:
     open_prs: list[PrRecord] = list(client.list_open_pulls(repo))
     with session_scope(engine) as session:
         repository = store.get_repository(session, full_name=repo)

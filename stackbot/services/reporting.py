@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from stackbot.adapters import github_errors as gh
+from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
@@ -79,7 +80,7 @@ def digest(*parts: Any) -> str:
 
 
 def publish_reports(
-    engine: Engine, client: Any, repo: str, views: Sequence[PrReportView]
+    engine: Engine, client: GitHubPort, repo: str, views: Sequence[PrReportView]
 ) -> PublishCounts:
     """Bring every view's PR up to date on GitHub; the last view of a PR wins."""
     latest = {view.pr.number: view for view in views}
@@ -92,7 +93,7 @@ def publish_reports(
 
 
 def publish_prs(
-    engine: Engine, client: Any, settings: Settings, *, repo: str, numbers: Sequence[int]
+    engine: Engine, client: GitHubPort, settings: Settings, *, repo: str, numbers: Sequence[int]
 ) -> PublishCounts:
     """Build the PRs' views from the database and publish them."""
     with session_scope(engine) as session:
@@ -112,7 +113,7 @@ def register_tasks(registry: TaskRegistry) -> None:
 
 
 def _publish_one(
-    engine: Engine, client: Any, repo: str, view: PrReportView, counts: PublishCounts
+    engine: Engine, client: GitHubPort, repo: str, view: PrReportView, counts: PublishCounts
 ) -> None:
     number = view.pr.number
     with session_scope(engine) as session:
@@ -153,7 +154,7 @@ def _publish_one(
 
 
 def _write_comment(
-    client: Any,
+    client: GitHubPort,
     repo: str,
     number: int,
     comment_id: int | None,
@@ -185,7 +186,7 @@ def _write_comment(
     return new_id
 
 
-def find_sticky_comment(client: Any, repo: str, number: int) -> tuple[int, str] | None:
+def find_sticky_comment(client: GitHubPort, repo: str, number: int) -> tuple[int, str] | None:
     """The first comment on the PR that starts with the marker (a quote of it starts with ``>``)."""
     for comment in client.list_issue_comments(repo, number):
         if comment.body.startswith(MARKER) and comment.id is not None:
@@ -201,7 +202,7 @@ class CheckTarget:
 
 
 def _write_check(
-    client: Any,
+    client: GitHubPort,
     repo: str,
     target: CheckTarget,
     content: CheckRunContent,
@@ -234,7 +235,7 @@ def _write_check(
 
 
 def _create_or_update_check(
-    client: Any,
+    client: GitHubPort,
     repo: str,
     target: CheckTarget,
     content: CheckRunContent,

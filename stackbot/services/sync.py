@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
@@ -47,7 +48,7 @@ class SyncOutcome:
 
 
 def sync_pull_request(
-    engine: Engine, client: Any, settings: Settings, *, repo: str, number: int
+    engine: Engine, client: GitHubPort, settings: Settings, *, repo: str, number: int
 ) -> SyncOutcome:
     """Fetch PR ``number`` of ``repo`` and store it, its graph, and an automatic approval."""
     record = fetch_pull(client, repo, number)
@@ -56,7 +57,7 @@ def sync_pull_request(
         repository = store.get_repository(session, full_name=repo)
         if repository is None:  # asked once per repository, not on every sync
             repository = store.upsert_repository(
-                session, full_name=repo, clone_url=_clone_url(client, repo)
+                session, full_name=repo, clone_url=client.clone_url(repo)
             )
         assert repository.id is not None
         before = store.get_pull(session, repo_id=repository.id, number=number)
@@ -90,7 +91,7 @@ def sync_pull_request(
     )
 
 
-def fetch_pull(client: Any, repo: str, number: int) -> PrRecord:
+def fetch_pull(client: GitHubPort, repo: str, number: int) -> PrRecord:
     """The PR with its commits and comments (what the graph and the trustee rule read)."""
     record: PrRecord = client.get_pull(repo, number)
     commits = tuple(client.list_pull_commits(repo, number))
@@ -136,7 +137,7 @@ def _fingerprint(row: PullRequest | None) -> tuple[Any, ...] | None:
     return None if row is None else tuple(getattr(row, name) for name in _RELEVANT)
 
 
-def _is_trusted(client: Any, settings: Settings, record: PrRecord) -> bool:
+def _is_trusted(client: GitHubPort, settings: Settings, record: PrRecord) -> bool:
     vetting = settings.vetting
     authors: Sequence[str | None] = [commit.author for commit in record.commits]
     mine = record.author.lower()
@@ -152,11 +153,6 @@ def _is_trusted(client: Any, settings: Settings, record: PrRecord) -> bool:
         org_member=org_member,
         commit_authors=authors,
     )
-
-
-def _clone_url(client: Any, repo: str) -> str:
-    url = getattr(client, "clone_url", None)
-    return str(url(repo)) if callable(url) else f"https://github.com/{repo}.git"
 
 
 # -- the task ---------------------------------------------------------------------------------

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import Engine
 
+from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
@@ -49,7 +49,7 @@ class CommandOutcome:
     approved_sha: str | None = None
 
 
-def is_vetter(client: Any, settings: Settings, repo: str, login: str) -> bool:
+def is_vetter(client: GitHubPort, settings: Settings, repo: str, login: str) -> bool:
     """Configured vetters first (no request), then the repository permission, then orgs."""
     vetting = settings.vetting
     if login.lower() in {name.lower() for name in vetting.vetters}:
@@ -60,7 +60,7 @@ def is_vetter(client: Any, settings: Settings, repo: str, login: str) -> bool:
 
 
 def run_command(
-    engine: Engine, client: Any, settings: Settings, request: PrCommand
+    engine: Engine, client: GitHubPort, settings: Settings, request: PrCommand
 ) -> CommandOutcome:
     """What a comment asks for: a reply and the tasks to queue (nothing for non-commands)."""
     command = parse_command(request.body)
@@ -79,7 +79,7 @@ def run_command(
 
 
 def ok_to_test(
-    engine: Engine, client: Any, settings: Settings, request: PrCommand, command: OkToTest
+    engine: Engine, client: GitHubPort, settings: Settings, request: PrCommand, command: OkToTest
 ) -> CommandOutcome:
     if not request.is_pull_request or not is_vetter(client, settings, request.repo, request.author):
         # Refused before looking at the PR: a non-vetter learns nothing about its commits.
@@ -139,7 +139,9 @@ def ok_to_test(
     return outcome
 
 
-def retest(client: Any, settings: Settings, request: PrCommand, command: Retest) -> CommandOutcome:
+def retest(
+    client: GitHubPort, settings: Settings, request: PrCommand, command: Retest
+) -> CommandOutcome:
     if not is_vetter(client, settings, request.repo, request.author):
         return CommandOutcome(reply=retest_refusal(request.author))
     known = _test_set_names(settings)
@@ -156,7 +158,9 @@ def _test_set_names(settings: Settings) -> set[str]:
     return set(load_test_sets(settings.test_sets_file))
 
 
-def status(engine: Engine, client: Any, settings: Settings, request: PrCommand) -> CommandOutcome:
+def status(
+    engine: Engine, client: GitHubPort, settings: Settings, request: PrCommand
+) -> CommandOutcome:
     sync_pull_request(engine, client, settings, repo=request.repo, number=request.number)
     with session_scope(engine) as session:
         view = build_report_view(session, settings, repo=request.repo, number=request.number)
