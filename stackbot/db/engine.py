@@ -70,6 +70,11 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
+# One lock per SQLite file for the whole process, deliberately not per worker: it stands for the
+# file's own write lock, which every engine and thread of the process on that file contends
+# for (the intake and the embedded worker of `stackbot serve --worker` use separate sessions,
+# and tests open a second engine on the same file). Per-worker locks would let two writers of
+# one process meet in SQLite's busy handler again. PostgreSQL never takes it.
 _SQLITE_WRITERS: dict[str, threading.RLock] = {}
 
 

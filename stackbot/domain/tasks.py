@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
+from stackbot.domain.payload_fields import PayloadFields
 from stackbot.errors import BadInput
 
 
@@ -39,69 +40,6 @@ class TaskKind(StrEnum):
     CONFLICT_MATRIX = "conflict_matrix"  # pairwise conflicts of a series' PRs
 
 
-class _Fields:
-    """Typed reads from one payload; each error names the task kind and the field."""
-
-    def __init__(self, kind: TaskKind, payload: Mapping[str, Any]) -> None:
-        if not isinstance(payload, Mapping):
-            raise BadInput(f"a {kind} task's payload must be a JSON object, got {payload!r}")
-        self.kind, self.payload = kind, payload
-
-    def _fail(self, name: str, what: str) -> BadInput:
-        got = self.payload.get(name, "nothing")
-        return BadInput(f"a {self.kind} task needs {what} in '{name}', got {got!r}")
-
-    def repo(self, name: str = "repo") -> str:
-        value = self.payload.get(name)
-        if not isinstance(value, str) or value.count("/") != 1:
-            raise self._fail(name, "'owner/name'")
-        return value
-
-    def opt_repo(self, name: str = "repo") -> str | None:
-        return None if self.payload.get(name) is None else self.repo(name)
-
-    def text(self, name: str, *, default: str | None = None) -> str:
-        value = self.payload.get(name, default)
-        if not isinstance(value, str):
-            raise self._fail(name, "a string")
-        return value
-
-    def opt_text(self, name: str) -> str | None:
-        return None if self.payload.get(name) is None else self.text(name)
-
-    def whole(self, name: str) -> int:
-        value = self.payload.get(name)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise self._fail(name, "a whole number")
-        return value
-
-    def opt_whole(self, name: str) -> int | None:
-        return None if self.payload.get(name) is None else self.whole(name)
-
-    def pr_number(self, name: str = "number") -> int:
-        value = self.payload.get(name)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise self._fail(name, "a positive PR number")
-        return value
-
-    def opt_pr_number(self, name: str = "number") -> int | None:
-        return None if self.payload.get(name) is None else self.pr_number(name)
-
-    def pr_numbers(self, name: str) -> tuple[int, ...]:
-        value = self.payload.get(name)
-        if not isinstance(value, list) or not all(
-            isinstance(n, int) and not isinstance(n, bool) for n in value
-        ):
-            raise self._fail(name, "a list of PR numbers")
-        return tuple(value)
-
-    def flag(self, name: str, *, default: bool) -> bool:
-        value = self.payload.get(name, default)
-        if not isinstance(value, bool):
-            raise self._fail(name, "true or false")
-        return value
-
-
 @dataclass(frozen=True)
 class ProcessDelivery:
     """Turn the recorded webhook delivery ``delivery`` (a row id) into the work it asks for."""
@@ -111,7 +49,7 @@ class ProcessDelivery:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        return cls(delivery=_Fields(cls.KIND, payload).whole("delivery"))
+        return cls(delivery=PayloadFields(cls.KIND, payload).whole("delivery"))
 
     def to_payload(self) -> dict[str, Any]:
         return {"delivery": self.delivery}
@@ -132,7 +70,7 @@ class SyncPull:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = _Fields(cls.KIND, payload)
+        fields = PayloadFields(cls.KIND, payload)
         return cls(fields.repo(), fields.pr_number(), fields.opt_text("action"))
 
     def to_payload(self) -> dict[str, Any]:
@@ -163,7 +101,7 @@ class PrCommand:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = _Fields(cls.KIND, payload)
+        fields = PayloadFields(cls.KIND, payload)
         return cls(
             repo=fields.repo(),
             number=fields.pr_number(),
@@ -204,7 +142,7 @@ class Integrate:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = _Fields(cls.KIND, payload)
+        fields = PayloadFields(cls.KIND, payload)
         task = cls(
             repo=fields.repo(),
             series_key=fields.opt_text("series_key"),
@@ -235,7 +173,7 @@ class PollJobs:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        _Fields(cls.KIND, payload)
+        PayloadFields(cls.KIND, payload)
         return cls()
 
     def to_payload(self) -> dict[str, Any]:
@@ -257,7 +195,7 @@ class BaseMoved:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = _Fields(cls.KIND, payload)
+        fields = PayloadFields(cls.KIND, payload)
         return cls(
             repo=fields.repo(),
             ref=fields.text("ref", default=""),
@@ -288,7 +226,7 @@ class Retest:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = _Fields(cls.KIND, payload)
+        fields = PayloadFields(cls.KIND, payload)
         return cls(
             repo=fields.repo(),
             number=fields.pr_number(),
@@ -341,7 +279,7 @@ class Report:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = _Fields(cls.KIND, payload)
+        fields = PayloadFields(cls.KIND, payload)
         return cls(fields.repo(), fields.pr_numbers("numbers"))
 
     def to_payload(self) -> dict[str, Any]:
@@ -361,7 +299,7 @@ class Reconcile:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        return cls(_Fields(cls.KIND, payload).opt_repo())
+        return cls(PayloadFields(cls.KIND, payload).opt_repo())
 
     def to_payload(self) -> dict[str, Any]:
         return {"repo": self.repo}
@@ -380,7 +318,7 @@ class ConflictMatrix:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = _Fields(cls.KIND, payload)
+        fields = PayloadFields(cls.KIND, payload)
         return cls(fields.repo(), fields.text("series_key"))
 
     def to_payload(self) -> dict[str, Any]:

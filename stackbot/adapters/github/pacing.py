@@ -7,7 +7,10 @@ have room: a burst of 80 goes at once, the 81st waits until the first is a minut
 until the first is an hour old. (A token bucket refilling at 80/min with room for 80 would let
 160 through in one sliding minute, so the windows are kept exactly.)
 
-One pacer is shared by every write of a process (:func:`shared_write_pacer`). Slots are
+A worker's writes go through the pacer of its
+:class:`~stackbot.services.resources.WorkerResources`, one per worker process (``stackbot worker``
+shares it between its threads); a client made outside a worker without a pacer of its own (the
+CLI, scripts) takes :func:`shared_write_pacer`. Slots are
 reserved under a lock and slept for outside it, so concurrent writers queue fairly. The clock
 and sleep are injectable: tests check the schedule without waiting real minutes.
 """
