@@ -1,1 +1,1 @@
-"""Adapters: the one module per outside system (git, GitHub) that talks to it."""
+"""Adapters: the one module per outside system (git, GitHub, uvicorn) that talks to it."""

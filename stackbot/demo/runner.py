@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlmodel import Session, select
 
 from gpu_jobs.executors.pool import detect_gpus
+from stackbot.adapters.http_server import BackgroundServer
 from stackbot.cli.tasks import service_registry
 from stackbot.config import Settings, load_settings
 from stackbot.db import migrate
@@ -32,7 +33,6 @@ from stackbot.db.models._columns import utcnow
 from stackbot.demo import scenario
 from stackbot.standin import StandinServer
 from stackbot.web.app import create_app
-from stackbot.web.background import BackgroundServer
 
 APP_ID = 4242
 FINISHED_JOBS = ("passed", "failed", "error", "timeout", "infra", "cancelled")

@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
+from stackbot.adapters.http_server import BackgroundServer
 from stackbot.standin import deliveries
 from stackbot.standin.app import create_standin_app
 from stackbot.standin.control import StandinControl
 from stackbot.standin.state import Clock, StandinState
-from stackbot.web.background import BackgroundServer
 
 STARTUP_TIMEOUT_S = 20.0
 

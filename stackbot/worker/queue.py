@@ -41,6 +41,9 @@ class LeaseLost(Exception):
     """The worker no longer owns the task (its lease expired and another worker claimed it)."""
 
 
+Clock = Callable[[], datetime]  # aware UTC; leases are measured by it
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -129,9 +132,10 @@ def claim(
     *,
     lease_s: float,
     kinds: Sequence[str] | None = None,
+    clock: Clock = utcnow,
 ) -> Task | None:
     """Take the next due task (or a running one whose lease expired) for ``worker_id``."""
-    now = utcnow()
+    now = clock()
     due = (col(Task.status) == PENDING) & (col(Task.run_after) <= now)
     expired = (col(Task.status) == RUNNING) & (col(Task.lease_expires_at) < now)
     candidate = select(col(Task.id)).where(due | expired)
@@ -189,9 +193,11 @@ def _update_owned(engine: Engine, task_id: int, worker_id: str, **values: Any) -
         return result.rowcount == 1
 
 
-def heartbeat(engine: Engine, task_id: int, worker_id: str, lease_s: float) -> bool:
+def heartbeat(
+    engine: Engine, task_id: int, worker_id: str, lease_s: float, *, clock: Clock = utcnow
+) -> bool:
     """Extend the lease if ``worker_id`` still owns the task; False when it does not."""
-    expires = utcnow() + timedelta(seconds=lease_s)
+    expires = clock() + timedelta(seconds=lease_s)
     return _update_owned(engine, task_id, worker_id, lease_expires_at=expires)
 
 

@@ -36,13 +36,16 @@ def new_worker_id() -> str:
 class _Heartbeat:
     """Extends one task's lease until stopped; notes when the lease was lost."""
 
-    def __init__(self, engine: Engine, task_id: int, worker_id: str, lease_s: float) -> None:
+    def __init__(
+        self, engine: Engine, task_id: int, worker_id: str, lease_s: float, clock: queue.Clock
+    ) -> None:
         self._engine, self._task_id, self._worker_id, self._lease_s = (
             engine,
             task_id,
             worker_id,
             lease_s,
         )
+        self._clock = clock
         self._stop = threading.Event()
         self.lost = False
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{task_id}", daemon=True)
@@ -58,7 +61,9 @@ class _Heartbeat:
     def _run(self) -> None:
         while not self._stop.wait(self._lease_s / 3):
             try:
-                if not queue.heartbeat(self._engine, self._task_id, self._worker_id, self._lease_s):
+                if not queue.heartbeat(
+                    self._engine, self._task_id, self._worker_id, self._lease_s, clock=self._clock
+                ):
                     self.lost = True
                     log.warning("task %d: lease lost; another worker may redo it", self._task_id)
                     return
@@ -67,6 +72,9 @@ class _Heartbeat:
 
 
 class Worker:
+    """Runs tasks from the queue. ``clock`` is what leases are measured by when claiming and
+    extending them (tests move a fake one instead of waiting for leases to run out)."""
+
     def __init__(
         self,
         engine: Engine,
@@ -76,6 +84,7 @@ class Worker:
         worker_id: str | None = None,
         lease_s: float | None = None,
         resources: WorkerResources | None = None,
+        clock: queue.Clock = queue.utcnow,
     ) -> None:
         """``resources``: what the worker keeps between tasks, shared with the process's other
         workers (default: its own, made on first use)."""
@@ -85,6 +94,7 @@ class Worker:
         self._resources = resources
         self.worker_id = worker_id or new_worker_id()
         self.lease_s = lease_s if lease_s is not None else settings.worker.lease_seconds
+        self.clock = clock
         self._wake = threading.Event()
         self.processed = 0
 
@@ -102,7 +112,7 @@ class Worker:
 
     def run_one(self) -> bool:
         """Claim and run one due task; False when none is due."""
-        task = queue.claim(self.engine, self.worker_id, lease_s=self.lease_s)
+        task = queue.claim(self.engine, self.worker_id, lease_s=self.lease_s, clock=self.clock)
         if task is None:
             return False
         self.execute(task)
@@ -156,7 +166,7 @@ class Worker:
         )
         log.info("%s started (attempt %d/%d)", label, task.attempts, task.max_attempts)
         started = time.monotonic()
-        with _Heartbeat(self.engine, task.id, self.worker_id, self.lease_s) as beat:
+        with _Heartbeat(self.engine, task.id, self.worker_id, self.lease_s, self.clock) as beat:
             try:
                 handler(ctx)
                 error: BaseException | None = None

@@ -120,35 +120,37 @@ def test_the_token_is_refreshed_before_it_expires(
     assert stale.status_code == 401
 
 
-def test_short_lived_tokens_are_refreshed_in_real_time(
-    standin: StandinWorld, app_settings: Settings
+def test_short_lived_tokens_are_refreshed_inside_the_margin(
+    clocked: tuple[StandinWorld, FakeClock], tmp_path: Path
 ) -> None:
-    number = _open(standin)
-    standin.control.set_token_lifetime(3)
-    client = GitHubClient.from_settings(app_settings, refresh_margin_s=2)
-    client.get_pull(standin.repo, number)
-    client.get_pull(standin.repo, number)
-    assert _token_mints(standin) == 1
-    time.sleep(1.2)  # now under 2 s of the 3 s left
-    client.get_pull(standin.repo, number)
-    assert _token_mints(standin) == 2
+    world, clock = clocked
+    number = _open(world)
+    world.control.set_token_lifetime(3)
+    client = GitHubClient.from_settings(_settings(world, tmp_path), clock=clock, refresh_margin_s=2)
+    client.get_pull(world.repo, number)
+    client.get_pull(world.repo, number)
+    assert _token_mints(world) == 1
+    clock.advance(1.2)  # now under 2 s of the 3 s left
+    client.get_pull(world.repo, number)
+    assert _token_mints(world) == 2
 
 
 def test_a_401_mints_a_new_token_and_retries_once(
-    standin: StandinWorld, app_settings: Settings
+    clocked: tuple[StandinWorld, FakeClock], tmp_path: Path
 ) -> None:
-    number = _open(standin)
-    standin.control.set_token_lifetime(1)
+    world, clock = clocked
+    number = _open(world)
+    world.control.set_token_lifetime(1)
     # A clock 30 s slow (skew between hosts): the client believes its token still has time.
     client = GitHubClient.from_settings(
-        app_settings, refresh_margin_s=0, clock=lambda: time.time() - 30
+        _settings(world, tmp_path), refresh_margin_s=0, clock=lambda: clock() - 30
     )
-    client.get_pull(standin.repo, number)
-    time.sleep(1.2)
-    assert client.get_pull(standin.repo, number).number == number
-    statuses = [r.status for r in standin.control.requests("GET", f"/pulls/{number}")]
+    client.get_pull(world.repo, number)
+    clock.advance(1.2)  # past the token's 1 s on the stand-in's clock
+    assert client.get_pull(world.repo, number).number == number
+    statuses = [r.status for r in world.control.requests("GET", f"/pulls/{number}")]
     assert statuses == [200, 401, 200]
-    assert _token_mints(standin) == 2
+    assert _token_mints(world) == 2
 
 
 def test_check_runs_need_the_apps_checks_permission(

@@ -3,18 +3,12 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import uvicorn
-from fastapi import FastAPI
 from sqlalchemy import Engine
 from sqlmodel import col, select
 
+from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import load_settings
 from stackbot.db.models import WebhookDelivery
 from stackbot.standin import deliveries
@@ -23,30 +17,12 @@ from tests.github_standin.scene import build_scene
 from tests.support.standin import WEBHOOK_SECRET, StandinWorld
 
 
-@contextmanager
-def serving(app: FastAPI) -> Iterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "stackbot's web app did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
-
-
 def test_stackbots_intake_accepts_the_standins_deliveries(
     standin: StandinWorld, engine: Engine, tmp_path: Path
 ) -> None:
     settings = load_settings(dev=False, webhook_secret=WEBHOOK_SECRET, data_dir=tmp_path / "data")
-    with serving(create_app(settings, engine=engine)) as url:
+    with BackgroundServer().serving(create_app(settings, engine=engine)) as server:
+        url = server.url
         standin.control.configure_webhook(f"{url}/webhooks/github", WEBHOOK_SECRET, mode="queue")
         build_scene(standin).close()
         standin.control.comment(standin.repo, 8035, "bob", "/ok to test")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +12,7 @@ from stackbot.db.engine import session_scope
 from stackbot.db.models import Task
 from stackbot.errors import BadInput, Permanent, RetryLater
 from stackbot.worker import queue
+from tests.queue.clock import FakeClock
 
 
 def _enqueue(
@@ -84,11 +84,12 @@ def test_claim_takes_due_tasks_in_order_and_filters_kinds(engine: Engine) -> Non
 
 def test_expired_lease_is_claimed_again_with_its_recorded_state(engine: Engine) -> None:
     task_id = _enqueue(engine)
-    assert queue.claim(engine, "dead-worker", lease_s=0.2) is not None
+    clock = FakeClock()
+    assert queue.claim(engine, "dead-worker", lease_s=0.2, clock=clock) is not None
     queue.save_state(engine, task_id, "dead-worker", {"step": "integrated", "run_id": 12})
-    assert queue.claim(engine, "w2", lease_s=30) is None
-    time.sleep(0.3)
-    task = queue.claim(engine, "w2", lease_s=30)
+    assert queue.claim(engine, "w2", lease_s=30, clock=clock) is None
+    clock.advance(0.3)
+    task = queue.claim(engine, "w2", lease_s=30, clock=clock)
     assert task is not None and task.id == task_id
     assert (task.lease_owner, task.attempts, task.state) == (
         "w2",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import Engine, update
 from sqlmodel import col
 
@@ -16,6 +20,7 @@ from stackbot.errors import BadInput
 from stackbot.worker import queue
 from stackbot.worker.registry import TaskContext, TaskRegistry
 from stackbot.worker.runner import Worker
+from tests.queue.clock import FakeClock
 
 
 def _enqueue(engine: Engine, kind: str, payload: dict[str, object] | None = None) -> int:
@@ -68,28 +73,59 @@ def test_failing_handler_retries_and_bad_input_dies(engine: Engine, settings: Se
     assert bad_task.last_error == "BadInput: PR #1 has no head"
 
 
+def _wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout_s:.0f} s for: {what}"
+        time.sleep(0.02)
+
+
+def _renewed(engine: Engine, task_id: int, now: datetime, lease: timedelta) -> bool:
+    """Whether the task's lease runs a whole ``lease`` from ``now`` (a heartbeat at ``now``)."""
+    task = queue.get_task(engine, task_id)
+    expires = task.lease_expires_at if task is not None else None
+    if expires is None:
+        return False
+    return (expires if expires.tzinfo else expires.replace(tzinfo=UTC)) >= now + lease
+
+
 def test_heartbeat_keeps_a_long_task_and_a_lost_lease_is_not_completed(
-    engine: Engine, settings: Settings
+    engine: Engine, settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="stackbot.worker.runner")
     registry = TaskRegistry()
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
     @registry.handler("long")
     def long(ctx: TaskContext) -> None:
+        started.set()
         release.wait(10)
 
     task_id = _enqueue(engine, "long")
-    worker = Worker(engine, settings, registry, worker_id="w1", lease_s=0.6)
+    clock, lease = FakeClock(), timedelta(seconds=0.6)
+    worker = Worker(
+        engine, settings, registry, worker_id="w1", lease_s=lease.total_seconds(), clock=clock
+    )
     thread = threading.Thread(target=worker.run_one)
     thread.start()
-    time.sleep(1.5)  # more than two leases: only the heartbeat keeps the task w1's
-    assert queue.claim(engine, "w2", lease_s=30) is None
+    assert started.wait(10)
+    # More than two leases pass, half a lease at a time; only the heartbeat (every third of a
+    # lease, in real time) keeps the task w1's, renewing the lease from each new now.
+    for _ in range(5):
+        clock.advance(0.3)
+        _wait_until(
+            lambda: _renewed(engine, task_id, clock(), lease), "a heartbeat renews the lease"
+        )
+    assert queue.claim(engine, "w2", lease_s=30, clock=clock) is None
     # Steal it as if w1's heartbeats had stopped; w1 must not then mark it done.
     task = queue.get_task(engine, task_id)
     assert task is not None and task.lease_owner == "w1"
     with session_scope(engine) as session:
         session.execute(update(Task).where(col(Task.id) == task_id).values(lease_owner="w2"))
-    time.sleep(0.5)  # a heartbeat notices
+    _wait_until(
+        lambda: any("lease lost" in r.getMessage() for r in caplog.records),
+        "a heartbeat notices",
+    )
     release.set()
     thread.join(10)
     after = queue.get_task(engine, task_id)

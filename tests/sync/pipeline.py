@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 
 from stackbot.adapters.github import GitHubClient
 from stackbot.adapters.github.pacing import WritePacer
+from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import Settings, VettingSettings, load_settings
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
@@ -27,7 +28,6 @@ from stackbot.db.models import Approval, Task
 from stackbot.domain.report import MARKER
 from stackbot.services import reconcile, reporting, sync, vetting
 from stackbot.web.app import create_app
-from stackbot.web.background import BackgroundServer
 from stackbot.worker import deliveries, queue
 from stackbot.worker.registry import TaskRegistry
 from stackbot.worker.runner import Worker

@@ -10,10 +10,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
+from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import Settings, load_settings
 from stackbot.db.models import Task, WebhookDelivery
 from stackbot.web.app import create_app
-from stackbot.web.background import BackgroundServer
 from tests.support.signing import TEST_SECRET
 
 

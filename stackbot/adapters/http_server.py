@@ -1,8 +1,9 @@
-"""An ASGI app under uvicorn in a background thread, on a socket bound up front.
+"""uvicorn's adapter: an ASGI app under uvicorn in a background thread, on a socket bound up front.
 
 Binding first gives the URL before the app exists (the GitHub stand-in puts it into every URL
 it answers with) and lets port 0 pick a free port. Used by ``stackbot demo``, the stand-in and
-the tests that need a real HTTP server.
+the tests that need a real HTTP server. It lives among the adapters, not in ``stackbot.web``, so
+that the stand-in serves itself without depending on stackbot's web app.
 """
 
 from __future__ import annotations
