@@ -64,3 +64,9 @@ class BackgroundServer:
             yield self
         finally:
             self.stop()
+
+
+def serve_forever(app: Any, *, host: str, port: int) -> None:
+    """Serve ``app`` in the foreground until SIGINT or SIGTERM (``stackbot serve``): uvicorn
+    shuts down gracefully, letting requests and the app's lifespan finish."""
+    uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")

@@ -69,8 +69,7 @@ def load_serving_settings(*, webhooks: bool = True) -> Settings:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
+    from stackbot.adapters.http_server import serve_forever
     from stackbot.cli.tasks import service_registry
     from stackbot.web.app import create_app
 
@@ -85,7 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
     # uvicorn shuts down gracefully on SIGTERM (the embedded worker finishes its task), then
     # re-raises the signal to the handler found at start: make that one a quiet exit 0.
     signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning")
+    serve_forever(app, host=args.host, port=args.port)
     print("stackbot serve stopped", flush=True)
     return 0
 
