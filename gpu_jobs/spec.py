@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
@@ -36,7 +37,39 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHAPE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
 
 __all__ = ["ContractError", "Counts", "Durations", "JobResult", "JobSpec", "LauncherOptions"]
-__all__ += ["Shape", "TestResult"]
+__all__ += ["OUTCOME_SEVERITY", "Shape", "TestResult", "outcome_severity", "worst_outcome"]
+
+# Least to most severe; see worst_outcome for why failed ranks above error.
+OUTCOME_SEVERITY: tuple[Outcome, ...] = ("passed", "skipped", "error", "failed")
+
+
+def outcome_severity(outcome: str) -> int:
+    """The rank of ``outcome`` in :data:`OUTCOME_SEVERITY` (0: passed ... 3: failed)."""
+    return OUTCOME_SEVERITY.index(cast(Outcome, outcome))
+
+
+def worst_outcome(outcomes: Iterable[str]) -> Outcome:
+    """The one outcome of a test reported several times: by several ranks, or twice by one rank
+    (pytest writes a test that fails in its call and errors in its teardown as two entries).
+
+    The order, least to most severe, is passed < skipped < error < failed; gpu_jobs merges a
+    rank's entries and then the ranks by it, and stackbot merges a result read straight from
+    several ranks by it, so a test gets the same outcome wherever it is merged.
+
+    - skipped above passed: a test passes only if it passed on every rank; passing on some and
+      being skipped on others is not that.
+    - failed above error: an error says the test could not be judged (its setup or teardown
+      broke, its rank crashed or never reported, which counts as an error), a failure says it
+      was judged and is wrong. When one test has both, the failure is the finding and the
+      error most often its consequence (a teardown tripping over what the failed call left
+      behind, a rank stopped after another failed), so the failure is what the report names.
+      Both count as not passing, so the order changes the word shown and the counts, never
+      whether a test regressed.
+    """
+    found = list(outcomes)
+    if not found:
+        raise ValueError("worst_outcome of no outcomes")
+    return OUTCOME_SEVERITY[max(outcome_severity(outcome) for outcome in found)]
 
 
 def _choice(value: str, choices: tuple[str, ...], name: str) -> str:
