@@ -95,12 +95,7 @@ def merge_ranks(reports: Mapping[int, RankReport | None], ranks: Iterable[int]) 
         if (report := reports.get(rank)) is not None
         and any(case.outcome in ("failed", "error") for case in report.cases.values())
     )
-    counts = Counts(
-        passed=sum(t.outcome == "passed" for t in tests),
-        failed=sum(t.outcome == "failed" for t in tests),
-        error=sum(t.outcome == "error" for t in tests),
-        skipped=sum(t.outcome == "skipped" for t in tests),
-    )
+    counts = Counts.of_tests({t.nodeid: t.outcome for t in tests})
     return MergedTests(tests, counts, tuple(failed_ranks))
 
 
