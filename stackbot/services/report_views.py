@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from gpu_jobs.spec import ContractError
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db.models import (
@@ -324,6 +325,6 @@ def _outcomes(session: Session, job: Job) -> TestOutcomes | None:
     if job.counts:
         try:
             return TestOutcomes(job.status, Counts.from_mapping(job.counts), {})
-        except BadInput:
+        except ContractError:
             return None
     return None
