@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from gpu_jobs.junit import CaseOutcome, RankReport, merge_ranks
 from gpu_jobs.spec import Counts as JobCounts
 from gpu_jobs.spec import JobResult
 from gpu_jobs.spec import TestResult as JobTest
@@ -174,3 +175,26 @@ def test_a_gpu_jobs_job_result_is_read_as_written() -> None:
     assert outcomes.status == "failed"
     assert outcomes.counts == Counts(passed=1, failed=1)
     assert outcomes.tests == {"t.py::ok": "passed", "t.py::bad": "failed"}
+
+
+@pytest.mark.parametrize("first", ["passed", "skipped", "error", "failed"])
+@pytest.mark.parametrize("second", ["passed", "skipped", "error", "failed"])
+def test_a_result_listing_each_rank_is_merged_as_the_node_merges_ranks(
+    first: str, second: str
+) -> None:
+    """stackbot's re-merge and gpu_jobs' merge over ranks give a test the same outcome."""
+    reports = {
+        rank: RankReport(rank, {"t::a": CaseOutcome("t::a", outcome, 0.1)})  # type: ignore[arg-type]
+        for rank, outcome in enumerate((first, second))
+    }
+    (on_node,) = merge_ranks(reports, range(2)).tests
+    listed = {"status": "failed", "tests": [{"nodeid": "t::a", "outcome": first}]}
+    listed["tests"].append({"nodeid": "t::a", "outcome": second})
+    assert TestOutcomes.from_result_json(listed).tests == {"t::a": on_node.outcome}
+
+
+def test_a_stored_result_without_counts_counts_each_test_once() -> None:
+    data = result("failed", {"a": "passed"})
+    data["tests"] += [{"nodeid": "b", "outcome": "error"}, {"nodeid": "b", "outcome": "failed"}]
+    data["total_s"] = 3.0  # a field this reader does not know, in a stored row: ignored
+    assert TestOutcomes.from_result_json(data).counts == Counts(passed=1, failed=1)
