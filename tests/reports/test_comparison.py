@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from gpu_jobs.junit import CaseOutcome, RankReport, merge_ranks
+from gpu_jobs.spec import OUTCOMES, JobResult, Outcome
 from gpu_jobs.spec import Counts as JobCounts
-from gpu_jobs.spec import JobResult
 from gpu_jobs.spec import TestResult as JobTest
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.errors import BadInput
@@ -177,19 +177,21 @@ def test_a_gpu_jobs_job_result_is_read_as_written() -> None:
     assert outcomes.tests == {"t.py::ok": "passed", "t.py::bad": "failed"}
 
 
-@pytest.mark.parametrize("first", ["passed", "skipped", "error", "failed"])
-@pytest.mark.parametrize("second", ["passed", "skipped", "error", "failed"])
+@pytest.mark.parametrize("first", OUTCOMES)
+@pytest.mark.parametrize("second", OUTCOMES)
 def test_a_result_listing_each_rank_is_merged_as_the_node_merges_ranks(
-    first: str, second: str
+    first: Outcome, second: Outcome
 ) -> None:
     """stackbot's re-merge and gpu_jobs' merge over ranks give a test the same outcome."""
-    reports = {
-        rank: RankReport(rank, {"t::a": CaseOutcome("t::a", outcome, 0.1)})  # type: ignore[arg-type]
+    reports: dict[int, RankReport | None] = {
+        rank: RankReport(rank, {"t::a": CaseOutcome("t::a", outcome, 0.1)})
         for rank, outcome in enumerate((first, second))
     }
     (on_node,) = merge_ranks(reports, range(2)).tests
-    listed = {"status": "failed", "tests": [{"nodeid": "t::a", "outcome": first}]}
-    listed["tests"].append({"nodeid": "t::a", "outcome": second})
+    listed = {
+        "status": "failed",
+        "tests": [{"nodeid": "t::a", "outcome": o} for o in (first, second)],
+    }
     assert TestOutcomes.from_result_json(listed).tests == {"t::a": on_node.outcome}
 
 
