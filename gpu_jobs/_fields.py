@@ -39,6 +39,10 @@ class FieldReader:
         self._where = where
         self._seen: set[str] = set()
 
+    @property
+    def where(self) -> str:
+        return self._where or "<root>"
+
     def name(self, key: str) -> str:
         return f"{self._where}.{key}" if self._where else key
 

@@ -7,10 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpu_jobs.spec import Counts, Outcome, TestResult
+from gpu_jobs.spec import Counts, Outcome, TestResult, outcome_severity, worst_outcome
 
 MAX_MESSAGE_CHARS = 2000
-_SEVERITY: dict[str, int] = {"passed": 0, "skipped": 1, "error": 2, "failed": 3}
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ def read_rank_report(path: Path, rank: int) -> RankReport | None:
         case = _case(element)
         previous = cases.get(case.nodeid)
         # pytest writes a test failing in call and in teardown as two entries: keep the worse.
-        if previous is None or _SEVERITY[case.outcome] > _SEVERITY[previous.outcome]:
+        if previous is None or outcome_severity(case.outcome) > outcome_severity(previous.outcome):
             cases[case.nodeid] = case
     return RankReport(rank, cases)
 
@@ -96,12 +95,7 @@ def merge_ranks(reports: Mapping[int, RankReport | None], ranks: Iterable[int]) 
         if (report := reports.get(rank)) is not None
         and any(case.outcome in ("failed", "error") for case in report.cases.values())
     )
-    counts = Counts(
-        passed=sum(t.outcome == "passed" for t in tests),
-        failed=sum(t.outcome == "failed" for t in tests),
-        error=sum(t.outcome == "error" for t in tests),
-        skipped=sum(t.outcome == "skipped" for t in tests),
-    )
+    counts = Counts.of_tests({t.nodeid: t.outcome for t in tests})
     return MergedTests(tests, counts, tuple(failed_ranks))
 
 
@@ -116,16 +110,8 @@ def _merge_one(
         per_rank[rank] = case.outcome if case is not None else "missing"
         if case is not None:
             cases[rank] = case
-    seen = set(per_rank.values())
-    outcome: Outcome
-    if "failed" in seen:
-        outcome = "failed"
-    elif "error" in seen or "missing" in seen:
-        outcome = "error"
-    elif seen == {"passed"}:
-        outcome = "passed"
-    else:
-        outcome = "skipped"
+    # A rank that never reported the test could not judge it: an error there.
+    outcome = worst_outcome("error" if o == "missing" else o for o in per_rank.values())
     duration = max((case.duration_s for case in cases.values()), default=0.0)
     return TestResult(nodeid, outcome, duration, per_rank, _message(outcome, per_rank, cases))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
@@ -36,7 +37,39 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHAPE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
 
 __all__ = ["ContractError", "Counts", "Durations", "JobResult", "JobSpec", "LauncherOptions"]
-__all__ += ["Shape", "TestResult"]
+__all__ += ["OUTCOME_SEVERITY", "Shape", "TestResult", "outcome_severity", "worst_outcome"]
+
+# Least to most severe; see worst_outcome for why failed ranks above error.
+OUTCOME_SEVERITY: tuple[Outcome, ...] = ("passed", "skipped", "error", "failed")
+
+
+def outcome_severity(outcome: str) -> int:
+    """The rank of ``outcome`` in :data:`OUTCOME_SEVERITY` (0: passed ... 3: failed)."""
+    return OUTCOME_SEVERITY.index(cast(Outcome, outcome))
+
+
+def worst_outcome(outcomes: Iterable[str]) -> Outcome:
+    """The one outcome of a test reported several times: by several ranks, or twice by one rank
+    (pytest writes a test that fails in its call and errors in its teardown as two entries).
+
+    The order, least to most severe, is passed < skipped < error < failed; gpu_jobs merges a
+    rank's entries and then the ranks by it, and stackbot merges a result read straight from
+    several ranks by it, so a test gets the same outcome wherever it is merged.
+
+    - skipped above passed: a test passes only if it passed on every rank; passing on some and
+      being skipped on others is not that.
+    - failed above error: an error says the test could not be judged (its setup or teardown
+      broke, its rank crashed or never reported, which counts as an error), a failure says it
+      was judged and is wrong. When one test has both, the failure is the finding and the
+      error most often its consequence (a teardown tripping over what the failed call left
+      behind, a rank stopped after another failed), so the failure is what the report names.
+      Both count as not passing, so the order changes the word shown and the counts, never
+      whether a test regressed.
+    """
+    found = list(outcomes)
+    if not found:
+        raise ValueError("worst_outcome of no outcomes")
+    return OUTCOME_SEVERITY[max(outcome_severity(outcome) for outcome in found)]
 
 
 def _choice(value: str, choices: tuple[str, ...], name: str) -> str:
@@ -227,14 +260,45 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Counts:
+    """How many tests ended with each outcome (one outcome per test, merged over ranks)."""
+
     passed: int = 0
     failed: int = 0
     error: int = 0
     skipped: int = 0
 
+    @classmethod
+    def of_tests(cls, tests: Mapping[str, str]) -> Counts:
+        """The counts of ``nodeid -> outcome``."""
+        outcomes = list(tests.values())
+        return cls(*(outcomes.count(name) for name in OUTCOMES))
+
+    @classmethod
+    def from_mapping(cls, data: object) -> Counts:
+        """Counts stored as ``{"passed": 3, ...}``; an absent outcome counts 0."""
+        return cls.from_reader(FieldReader(data, "counts"))
+
+    @classmethod
+    def from_reader(cls, r: FieldReader) -> Counts:
+        values = []
+        for name in OUTCOMES:
+            value = r.raw(name, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ContractError(
+                    r.name(name),
+                    f"result {r.name(name)} must be a non-negative integer, got {value!r}",
+                )
+            values.append(value)
+        return cls(*values)
+
     @property
     def total(self) -> int:
         return self.passed + self.failed + self.error + self.skipped
+
+    def describe(self) -> str:
+        """``23 passed`` / ``14 passed, 9 failed`` / ``no tests``: the words a report line uses."""
+        parts = [f"{getattr(self, name)} {name}" for name in OUTCOMES if getattr(self, name)]
+        return ", ".join(parts) if parts else "no tests"
 
 
 @dataclass(frozen=True)
@@ -268,12 +332,20 @@ class TestResult:
 
     @classmethod
     def from_reader(cls, r: FieldReader) -> TestResult:
+        nodeid, outcome = r.raw("nodeid"), r.raw("outcome")
+        if not isinstance(nodeid, str) or not nodeid:
+            raise ContractError(r.name("nodeid"), f"{r.where} has no 'nodeid' string")
+        if outcome not in OUTCOMES:
+            raise ContractError(
+                r.name("outcome"),
+                f"{r.where} ({nodeid}) has outcome {outcome!r}; expected one of {OUTCOMES}",
+            )
         ranks = r.text_map("ranks")
         if not all(str.isdigit(key) for key in ranks):
             raise ContractError(r.name("ranks"), "keys must be rank numbers")
         return cls(
-            nodeid=r.text("nodeid"),
-            outcome=cast(Outcome, _choice(r.text("outcome"), OUTCOMES, r.name("outcome"))),
+            nodeid=nodeid,
+            outcome=cast(Outcome, outcome),
             duration_s=r.number("duration_s", 0.0),
             ranks={int(key): value for key, value in ranks.items()},
             message=r.text("message", ""),
@@ -339,22 +411,59 @@ class JobResult:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
+    def outcomes(self) -> dict[str, Outcome]:
+        """``nodeid -> outcome``, one per test; a node id listed more than once (a result that
+        lists each rank's outcome) gets the :func:`worst_outcome` of its entries."""
+        return _outcomes(self.tests)
+
     @classmethod
     def from_dict(cls, data: object) -> JobResult:
+        """A node's ``result.json``, as strict as the module docstring says."""
+        return cls._read(data, stored=False)
+
+    @classmethod
+    def from_stored(cls, data: object) -> JobResult:
+        """A result as stackbot keeps it in a job row: the ``to_dict()`` of a result it read, or
+        an older or hand-made row holding only part of one (``status``, ``counts``, ``tests``
+        of ``nodeid`` and ``outcome``). ``schema_version`` and ``job_id`` may be absent and
+        unknown fields are ignored; what is present must have the contract's shape."""
+        return cls._read(data, stored=True)
+
+    @classmethod
+    def _read(cls, data: object, *, stored: bool) -> JobResult:
+        # The one reader of a job result. Without "counts" the counts are the tests'.
+        if not isinstance(data, Mapping):
+            raise ContractError(
+                "<root>", f"a job result must be a JSON object, got {type(data).__name__}"
+            )
         r = FieldReader(data)
-        version = parse_version(r.required("schema_version"), "schema_version", 1)
-        counts, durations = r.obj("counts"), r.obj("durations")
+        version = _RESULT_VERSION
+        if not stored or r.has("schema_version"):
+            version = parse_version(r.required("schema_version"), "schema_version", 1)
+        status = r.raw("status")
+        if not isinstance(status, str) or not status:
+            raise ContractError("status", "the job result has no 'status' string")
+        tests = _tests(r.raw("tests", []))
+        counts_reader, durations = None, r.obj("durations")
+        raw_counts = r.raw("counts")
+        if raw_counts is None:
+            counts = Counts.of_tests(_outcomes(tests))
+        elif isinstance(raw_counts, Mapping):
+            counts_reader = FieldReader(raw_counts, "counts")
+            counts = Counts.from_reader(counts_reader)
+        else:
+            raise ContractError(
+                "counts", "the job result's 'counts' must be an object of outcome -> number"
+            )
         result = cls(
-            job_id=r.text("job_id"),
-            status=cast(JobStatus, _choice(r.text("status"), JOB_STATUSES, "status")),
+            job_id=r.text("job_id", "" if stored else None),
+            status=cast(JobStatus, _choice(status, JOB_STATUSES, "status")),
             message=r.text("message", ""),
             test_set=r.text("test_set", ""),
             shape=r.text("shape", ""),
             commit=r.opt_text("commit"),
-            counts=Counts(
-                *(counts.integer(k, 0) for k in ("passed", "failed", "error", "skipped"))
-            ),
-            tests=tuple(TestResult.from_reader(t) for t in r.objects("tests")),
+            counts=counts,
+            tests=tests,
             failed_ranks=r.integers("failed_ranks"),
             crashed_ranks=r.integers("crashed_ranks"),
             hung_ranks=r.integers("hung_ranks"),
@@ -375,14 +484,39 @@ class JobResult:
             finished_at=r.text("finished_at", ""),
             runner_version=r.text("runner_version", ""),
         )
-        if version <= _RESULT_VERSION:
-            for reader in (r, counts, durations):
-                reader.refuse_unknown()
+        if not stored and version <= _RESULT_VERSION:
+            for reader in (r, counts_reader, durations):
+                if reader is not None:
+                    reader.refuse_unknown()
         return result
 
     @classmethod
     def from_json(cls, text: str) -> JobResult:
         return cls.from_dict(_loads(text, "job result"))
+
+
+def _tests(raw: object) -> tuple[TestResult, ...]:
+    if not isinstance(raw, list):
+        raise ContractError(
+            "tests", "the job result's 'tests' must be a list of {nodeid, outcome} objects"
+        )
+    tests = []
+    for position, item in enumerate(raw):
+        where = f"tests[{position}]"
+        if not isinstance(item, Mapping):
+            raise ContractError(where, f"{where} must be an object with 'nodeid' and 'outcome'")
+        tests.append(TestResult.from_reader(FieldReader(item, where)))
+    return tuple(tests)
+
+
+def _outcomes(tests: Iterable[TestResult]) -> dict[str, Outcome]:
+    merged: dict[str, Outcome] = {}
+    for test in tests:
+        previous = merged.get(test.nodeid)
+        merged[test.nodeid] = (
+            test.outcome if previous is None else worst_outcome((previous, test.outcome))
+        )
+    return merged
 
 
 def _loads(text: str, what: str) -> object:

@@ -1,9 +1,10 @@
 """Test results on an integration compared with the same test set and shape on main.
 
-Tests are identified by pytest node id. Results arrive with the per-rank outcomes already
-merged (a test passes only if it passed on every rank); :meth:`TestOutcomes.from_result_json`
-merges again if a node id appears more than once, so a result read straight from several ranks
-is still judged by that rule.
+Tests are identified by pytest node id. Results are read by gpu_jobs' one reader of a job
+result (:meth:`gpu_jobs.spec.JobResult.from_stored`) and arrive with the per-rank outcomes
+already merged (a test passes only if it passed on every rank); a node id listed more than once
+is merged again by the same order (:func:`gpu_jobs.spec.worst_outcome`), so a result read
+straight from several ranks is judged as gpu_jobs judged it.
 """
 
 from __future__ import annotations
@@ -12,46 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpu_jobs.spec import ContractError, Counts, JobResult
 from stackbot.errors import BadInput
 
-OUTCOMES = ("passed", "failed", "error", "skipped")
-# Which outcome wins when one test reports several (one per rank).
-_SEVERITY = {"error": 3, "failed": 2, "skipped": 1, "passed": 0}
+__all__ = ["Comparison", "Counts", "TestOutcomes", "compare_with_main"]
+
 _NOT_PASSING = frozenset({"failed", "error"})
-
-
-@dataclass(frozen=True)
-class Counts:
-    passed: int = 0
-    failed: int = 0
-    error: int = 0
-    skipped: int = 0
-
-    @classmethod
-    def from_mapping(cls, counts: Mapping[str, Any]) -> Counts:
-        values = {}
-        for name in OUTCOMES:
-            value = counts.get(name, 0)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise BadInput(
-                    f"result counts.{name} must be a non-negative integer, got {value!r}"
-                )
-            values[name] = value
-        return cls(**values)
-
-    @classmethod
-    def of_tests(cls, tests: Mapping[str, str]) -> Counts:
-        outcomes = list(tests.values())
-        return cls(*(outcomes.count(name) for name in OUTCOMES))
-
-    @property
-    def total(self) -> int:
-        return self.passed + self.failed + self.error + self.skipped
-
-    def describe(self) -> str:
-        """``23 passed`` / ``14 passed, 9 failed`` / ``no tests``: the words a report line uses."""
-        parts = [f"{getattr(self, name)} {name}" for name in OUTCOMES if getattr(self, name)]
-        return ", ".join(parts) if parts else "no tests"
 
 
 @dataclass(frozen=True)
@@ -63,42 +30,17 @@ class TestOutcomes:
     tests: Mapping[str, str] = field(default_factory=dict)  # nodeid -> outcome
 
     @classmethod
+    def of_result(cls, result: JobResult) -> TestOutcomes:
+        return cls(status=result.status, counts=result.counts, tests=result.outcomes())
+
+    @classmethod
     def from_result_json(cls, data: Mapping[str, Any]) -> TestOutcomes:
-        """Read a gpu_jobs result (``{"status", "counts", "tests": [{"nodeid", "outcome"}]}``)."""
-        if not isinstance(data, Mapping):
-            raise BadInput(f"a job result must be a JSON object, got {type(data).__name__}")
-        status = data.get("status")
-        if not isinstance(status, str) or not status:
-            raise BadInput("the job result has no 'status' string")
-        tests = _merged_tests(data.get("tests", []))
-        raw_counts = data.get("counts")
-        if raw_counts is None:
-            counts = Counts.of_tests(tests)
-        elif isinstance(raw_counts, Mapping):
-            counts = Counts.from_mapping(raw_counts)
-        else:
-            raise BadInput("the job result's 'counts' must be an object of outcome -> number")
-        return cls(status=status, counts=counts, tests=tests)
-
-
-def _merged_tests(raw: Any) -> dict[str, str]:
-    if not isinstance(raw, list):
-        raise BadInput("the job result's 'tests' must be a list of {nodeid, outcome} objects")
-    merged: dict[str, str] = {}
-    for position, entry in enumerate(raw):
-        if not isinstance(entry, Mapping):
-            raise BadInput(f"tests[{position}] must be an object with 'nodeid' and 'outcome'")
-        nodeid, outcome = entry.get("nodeid"), entry.get("outcome")
-        if not isinstance(nodeid, str) or not nodeid:
-            raise BadInput(f"tests[{position}] has no 'nodeid' string")
-        if outcome not in _SEVERITY:
-            raise BadInput(
-                f"tests[{position}] ({nodeid}) has outcome {outcome!r}; expected one of {OUTCOMES}"
-            )
-        previous = merged.get(nodeid)
-        if previous is None or _SEVERITY[outcome] > _SEVERITY[previous]:
-            merged[nodeid] = outcome
-    return merged
+        """Read a stored gpu_jobs result (at least ``{"status", "tests": [{"nodeid",
+        "outcome"}]}``; without ``counts`` the tests are counted)."""
+        try:
+            return cls.of_result(JobResult.from_stored(data))
+        except ContractError as error:
+            raise BadInput(f"the job result cannot be read: {error}") from None
 
 
 @dataclass(frozen=True)

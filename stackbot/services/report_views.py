@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
+from gpu_jobs.spec import ContractError
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db import integration_store, jobs_store
@@ -306,6 +307,6 @@ def _outcomes(session: Session, job: Job) -> TestOutcomes | None:
     if job.counts:
         try:
             return TestOutcomes(job.status, Counts.from_mapping(job.counts), {})
-        except BadInput:
+        except ContractError:
             return None
     return None

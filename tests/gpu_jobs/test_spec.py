@@ -162,3 +162,39 @@ def test_job_handles_survive_a_string_round_trip() -> None:
     for damaged in ("slurm:{", "pbs:{}", 'local:{"out_dir": "/x"}'):
         with pytest.raises(ContractError):
             JobHandle.from_str(damaged)
+
+
+def test_a_stored_result_may_be_partial_but_a_nodes_result_may_not() -> None:
+    stored = {
+        "status": "failed",
+        "tests": [
+            {"nodeid": "t.py::a", "outcome": "passed"},
+            {"nodeid": "t.py::b", "outcome": "passed"},  # rank 0
+            {"nodeid": "t.py::b", "outcome": "failed"},  # rank 1
+        ],
+        "note": "written by hand",
+    }
+    result = JobResult.from_stored(stored)
+    assert (result.job_id, result.status) == ("", "failed")
+    assert result.outcomes() == {"t.py::a": "passed", "t.py::b": "failed"}
+    assert result.counts == Counts(passed=1, failed=1)  # no counts given: the tests, once each
+    with pytest.raises(ContractError) as caught:
+        JobResult.from_dict(stored)
+    assert caught.value.field == "schema_version"
+    assert JobResult.from_stored(full_result().to_dict()) == full_result()
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"status": "passed", "counts": {"passed": -1}}, "counts.passed"),
+        ({"status": "passed", "counts": [1]}, "counts"),
+        ({"status": "passed", "tests": [{"outcome": "passed"}]}, "tests[0].nodeid"),
+        ({"status": "passed", "schema_version": "2.0"}, "schema_version"),
+        ({"tests": []}, "status"),
+    ],
+)
+def test_a_stored_result_still_has_the_contracts_shape(data: object, field: str) -> None:
+    with pytest.raises(ContractError) as caught:
+        JobResult.from_stored(data)
+    assert caught.value.field == field

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from gpu_jobs.junit import CaseOutcome, RankReport, merge_ranks
+from gpu_jobs.spec import OUTCOMES, JobResult, Outcome
 from gpu_jobs.spec import Counts as JobCounts
-from gpu_jobs.spec import JobResult
 from gpu_jobs.spec import TestResult as JobTest
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.errors import BadInput
@@ -57,7 +58,7 @@ def test_a_test_passes_only_if_it_passed_on_every_rank() -> None:
     assert TestOutcomes.from_result_json(data).tests == {
         "t::a": "failed",
         "t::b": "passed",
-        "t::c": "error",
+        "t::c": "failed",  # failed outranks error, as on the node (gpu_jobs.spec.worst_outcome)
     }
 
 
@@ -174,3 +175,28 @@ def test_a_gpu_jobs_job_result_is_read_as_written() -> None:
     assert outcomes.status == "failed"
     assert outcomes.counts == Counts(passed=1, failed=1)
     assert outcomes.tests == {"t.py::ok": "passed", "t.py::bad": "failed"}
+
+
+@pytest.mark.parametrize("first", OUTCOMES)
+@pytest.mark.parametrize("second", OUTCOMES)
+def test_a_result_listing_each_rank_is_merged_as_the_node_merges_ranks(
+    first: Outcome, second: Outcome
+) -> None:
+    """stackbot's re-merge and gpu_jobs' merge over ranks give a test the same outcome."""
+    reports: dict[int, RankReport | None] = {
+        rank: RankReport(rank, {"t::a": CaseOutcome("t::a", outcome, 0.1)})
+        for rank, outcome in enumerate((first, second))
+    }
+    (on_node,) = merge_ranks(reports, range(2)).tests
+    listed = {
+        "status": "failed",
+        "tests": [{"nodeid": "t::a", "outcome": o} for o in (first, second)],
+    }
+    assert TestOutcomes.from_result_json(listed).tests == {"t::a": on_node.outcome}
+
+
+def test_a_stored_result_without_counts_counts_each_test_once() -> None:
+    data = result("failed", {"a": "passed"})
+    data["tests"] += [{"nodeid": "b", "outcome": "error"}, {"nodeid": "b", "outcome": "failed"}]
+    data["total_s"] = 3.0  # a field this reader does not know, in a stored row: ignored
+    assert TestOutcomes.from_result_json(data).counts == Counts(passed=1, failed=1)
