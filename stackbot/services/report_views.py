@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from gpu_jobs.spec import ContractError
 from stackbot.config import Settings
@@ -27,7 +27,6 @@ from stackbot.db.models import (
     IntegrationStep,
     Job,
     PullRequest,
-    TestResult,
 )
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.domain.report import (
@@ -298,10 +297,8 @@ def _outcomes(session: Session, job: Job) -> TestOutcomes | None:
             return TestOutcomes.from_result_json({**job.result, "status": job.status})
         except BadInput:
             pass  # an unreadable result: fall back to what else the job recorded
-    tests = {
-        row.nodeid: row.outcome
-        for row in session.exec(select(TestResult).where(TestResult.job_id == job.id))
-    }
+    assert job.id is not None
+    tests = {row.nodeid: row.outcome for row in jobs_store.results_of_job(session, job_id=job.id)}
     if tests:
         return TestOutcomes(job.status, Counts.of_tests(tests), tests)
     if job.counts:
