@@ -1,9 +1,10 @@
-"""The only module that runs git.
+"""The git adapter: bare repositories and mirrors (with :mod:`stackbot.adapters.git_process`,
+which holds the subprocess seam, the only code that runs git).
 
 Each tool where it is the better one:
 
 - The git CLI for everything git computes: fetch, push, ``merge-tree --write-tree``,
-  ``commit-tree``, ref updates, worktrees. One seam, :func:`_run_git`, turns every failure into
+  ``commit-tree``, ref updates, worktrees. One seam, :func:`~stackbot.adapters.git_process.run_git`, turns every failure into
   a :class:`GitError` carrying the command and git's stderr.
 - One ``git cat-file --batch`` process kept open for reading objects and resolving refs. We
   drive it ourselves rather than through GitPython's persistent cat-file because requests can
@@ -21,8 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -41,115 +40,40 @@ from stackbot.adapters.git_objects import (
     commit_object,
     parse_merge_tree,
 )
+from stackbot.adapters.git_process import (
+    CatFile,
+    GitError,
+    GitUnavailable,
+    MissingObject,
+    NotARepository,
+    PushRejected,
+    UnknownRef,
+    git_dir_of,
+    mirror_name,
+    resolve_source,
+    run_git,
+)
 from stackbot.domain.types import Sha, TreeSha
-from stackbot.errors import BadInput, Permanent, RetryLater, StackbotError
 
-# Fixed so git's messages (which merge-tree results carry) read the same everywhere.
-_BASE_ENV = {"LC_ALL": "C", "LANG": "C", "GIT_TERMINAL_PROMPT": "0"}
+__all__ = [
+    "FETCH_REFSPECS",
+    "GitError",
+    "GitMirror",
+    "GitRepository",
+    "GitUnavailable",
+    "Identity",
+    "MissingObject",
+    "NotARepository",
+    "PushRejected",
+    "PushUpdate",
+    "UnknownRef",
+]
+
 FETCH_REFSPECS = (
     "+refs/heads/*:refs/heads/*",
     "+refs/pull/*/head:refs/pull/*/head",
     "+refs/tags/*:refs/tags/*",
 )
-
-
-class GitError(StackbotError):
-    """A git command failed; the message names the command and quotes git's stderr."""
-
-    def __init__(
-        self, command: Sequence[str], returncode: int, stderr: str, hint: str = ""
-    ) -> None:
-        self.command = tuple(command)
-        self.returncode = returncode
-        self.stderr = stderr.strip()
-        text = f"`git {' '.join(self.command)}` failed (exit {returncode}): {self.stderr or 'no output'}"
-        super().__init__(f"{text}. {hint}" if hint else text)
-
-
-class NotARepository(GitError, BadInput):
-    pass
-
-
-class UnknownRef(GitError, BadInput):
-    pass
-
-
-class GitUnavailable(GitError, RetryLater):
-    """Network trouble, a timeout or a lock held by another git: worth retrying."""
-
-
-class PushRejected(GitError, Permanent):
-    """The remote branch moved since it was fetched: someone else pushed; nothing was clobbered."""
-
-
-class MissingObject(GitError, Permanent):
-    pass
-
-
-_CLASSIFIERS: tuple[tuple[re.Pattern[str], type[GitError]], ...] = (
-    (
-        re.compile(r"not a git repository|does not appear to be a git repository", re.I),
-        NotARepository,
-    ),
-    (
-        re.compile(
-            r"unknown revision|bad revision|not a valid object name|not something we can merge|"
-            r"needed a single revision|invalid reference|couldn't find remote ref|"
-            r"not a valid commit name|ambiguous argument",
-            re.I,
-        ),
-        UnknownRef,
-    ),
-    (
-        re.compile(
-            r"could not resolve host|connection (refused|reset|timed out)|unable to access|"
-            r"early eof|remote end hung up|cannot lock ref|unable to create .*\.lock|timed out",
-            re.I,
-        ),
-        GitUnavailable,
-    ),
-    (re.compile(r"stale info|\[rejected\]|failed to push some refs", re.I), PushRejected),
-)
-
-
-def _error_for(command: Sequence[str], returncode: int, stderr: str, hint: str = "") -> GitError:
-    for pattern, kind in _CLASSIFIERS:
-        if pattern.search(stderr):
-            return kind(command, returncode, stderr, hint)
-    return GitError(command, returncode, stderr, hint)
-
-
-def _run_git(
-    cwd: Path,
-    args: Sequence[str],
-    *,
-    stdin: bytes | None = None,
-    timeout: float | None = None,
-    env: Mapping[str, str] | None = None,
-    ok_codes: Sequence[int] = (0,),
-    hint: str = "",
-) -> subprocess.CompletedProcess[bytes]:
-    """The seam: run ``git args`` in ``cwd``; any exit status outside ``ok_codes`` raises."""
-    full_env = {**os.environ, **_BASE_ENV, **(env or {})}
-    try:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            input=stdin,
-            capture_output=True,
-            timeout=timeout,
-            env=full_env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise GitUnavailable(args, -1, f"timed out after {timeout:g}s", hint) from exc
-    except FileNotFoundError as exc:
-        if not cwd.is_dir():
-            raise NotARepository(args, -1, f"{cwd} does not exist", hint) from exc
-        raise GitError(args, -1, "git is not installed: install git >= 2.38") from exc
-    if done.returncode not in ok_codes:
-        raise _error_for(args, done.returncode, done.stderr.decode(errors="replace"), hint)
-    return done
 
 
 @dataclass(frozen=True)
@@ -168,55 +92,6 @@ class Identity:
     email: str = "stackbot@users.noreply.localhost"
 
 
-class _CatFile:
-    """One ``git cat-file --batch`` process; a batch of names is written at once and the
-    answers read back in order."""
-
-    CHUNK = 256  # names per write: their text stays well inside a pipe buffer (no deadlock)
-
-    def __init__(self, git_dir: Path) -> None:
-        self._process = subprocess.Popen(
-            ["git", "cat-file", "--batch"],
-            cwd=git_dir,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, **_BASE_ENV},
-        )
-
-    def read(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
-        """(sha, type, content) per name, None for a name that names no object."""
-        stdin, stdout = self._process.stdin, self._process.stdout
-        assert stdin is not None and stdout is not None
-        found: list[tuple[str, str, bytes] | None] = []
-        for start in range(0, len(names), self.CHUNK):
-            chunk = names[start : start + self.CHUNK]
-            stdin.write(b"".join(name.encode() + b"\n" for name in chunk))
-            stdin.flush()
-            for _ in chunk:
-                header = stdout.readline().split()
-                if not header:
-                    raise GitError(["cat-file", "--batch"], -1, "git cat-file ended unexpectedly")
-                if len(header) != 3 or header[1] not in _OBJECT_TYPES:
-                    found.append(None)  # "<name> missing" or "<name> ambiguous"
-                    continue
-                data = stdout.read(int(header[2]) + 1)[:-1]
-                found.append((header[0].decode(), header[1].decode(), data))
-        return found
-
-    def close(self) -> None:
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        try:
-            self._process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-
-
-_OBJECT_TYPES = (b"blob", b"tree", b"commit", b"tag")
-
-
 class GitRepository:
     """A repository (bare or not) read and written without a checkout or worktree."""
 
@@ -224,14 +99,14 @@ class GitRepository:
         self.git_dir = git_dir
         self.timeout = timeout  # for commands that talk to another repository
         self._objects = LooseObjectDB(str(git_dir / "objects"))
-        self._cat_file: _CatFile | None = None
+        self._cat_file: CatFile | None = None
         self._trees = TreeStore(self._load, self._store)
         self._commit_times: dict[str, int] = {}
         self._commit_trees: dict[str, TreeSha] = {}
 
     @classmethod
     def open(cls, path: Path) -> GitRepository:
-        return cls(_git_dir_of(path))
+        return cls(git_dir_of(path))
 
     def close(self) -> None:
         if self._cat_file is not None:
@@ -245,7 +120,7 @@ class GitRepository:
         self.close()
 
     def git(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
-        return _run_git(self.git_dir, args, **kwargs)
+        return run_git(self.git_dir, args, **kwargs)
 
     # -- refs -----------------------------------------------------------------------------
 
@@ -351,9 +226,9 @@ class GitRepository:
 
     # -- objects --------------------------------------------------------------------------
 
-    def _reader(self) -> _CatFile:
+    def _reader(self) -> CatFile:
         if self._cat_file is None:
-            self._cat_file = _CatFile(self.git_dir)
+            self._cat_file = CatFile(self.git_dir)
         return self._cat_file
 
     def _load(self, shas: Sequence[str]) -> list[bytes]:
@@ -453,13 +328,13 @@ class GitRepository:
         self.git("worktree", "add", "--no-checkout", "--detach", str(path), commit)
         try:
             private = Path(
-                _run_git(path, ["rev-parse", "--absolute-git-dir"]).stdout.decode().strip()
+                run_git(path, ["rev-parse", "--absolute-git-dir"]).stdout.decode().strip()
             )
             (private / "info").mkdir(exist_ok=True)
             patterns = "".join(f"/{d.strip('/')}/\n" for d in directories)
             (private / "info" / "sparse-checkout").write_text(patterns)
             sparse = ["-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=false"]
-            _run_git(path, [*sparse, "read-tree", "-mu", "HEAD"])
+            run_git(path, [*sparse, "read-tree", "-mu", "HEAD"])
             yield path
         finally:
             self.git("worktree", "remove", "--force", str(path), ok_codes=(0, 128))
@@ -480,14 +355,14 @@ class GitMirror(GitRepository):
     ) -> GitMirror:
         """Open (creating it if needed) the mirror of ``source``, a URL or a local path.
         Call :meth:`fetch` to bring it up to date."""
-        resolved = _resolve_source(source)
-        path = mirrors_dir / _mirror_name(resolved)
+        resolved = resolve_source(source)
+        path = mirrors_dir / mirror_name(resolved)
         if not (path / "HEAD").is_file():
             path.mkdir(parents=True, exist_ok=True)
-            _run_git(path, ["init", "--quiet", "--bare"])
-        _run_git(path, ["config", "remote.origin.url", resolved])
-        _run_git(path, ["config", "--replace-all", "remote.origin.fetch", FETCH_REFSPECS[0]])
-        _run_git(path, ["config", "gc.auto", "0"])  # a gc must not race a running merge
+            run_git(path, ["init", "--quiet", "--bare"])
+        run_git(path, ["config", "remote.origin.url", resolved])
+        run_git(path, ["config", "--replace-all", "remote.origin.fetch", FETCH_REFSPECS[0]])
+        run_git(path, ["config", "gc.auto", "0"])  # a gc must not race a running merge
         return cls(path, resolved, timeout)
 
     def fetch(self) -> None:
@@ -508,37 +383,3 @@ class GitMirror(GitRepository):
 
 def _ref_hint(ref: str, repo: GitRepository) -> str:
     return f"No branch, tag or commit {ref!r} in {repo.git_dir}; fetch it or check the name."
-
-
-def _git_dir_of(path: Path) -> Path:
-    if not path.is_dir():
-        raise NotARepository(
-            ["rev-parse", "--git-dir"],
-            128,
-            f"{path} is not a directory",
-            "Pass the path of a git repository.",
-        )
-    hint = f"{path} is not a git repository; pass a repository's path or URL."
-    done = _run_git(path, ["rev-parse", "--absolute-git-dir"], hint=hint)
-    return Path(done.stdout.decode().strip())
-
-
-_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[^/\s]+@[^/\s]+:)", re.I)
-
-
-def _resolve_source(source: str) -> str:
-    if _URL.match(source):
-        return source
-    path = Path(source).expanduser()
-    if not path.exists():
-        raise NotARepository(
-            ["clone"], 128, f"{source} does not exist", "Pass a repository's path or URL."
-        )
-    return str(_git_dir_of(path.resolve()))
-
-
-def _mirror_name(source: str) -> str:
-    tail = source.rstrip("/").removesuffix("/.git").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", tail).strip("-.") or "repo"
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    return f"{slug.removesuffix('.git')}-{digest}.git"
