@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -137,3 +138,16 @@ def _kind(value: object) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
         type(value), type(value).__name__
     )
+
+
+def choice(value: str, choices: tuple[str, ...], name: str) -> str:
+    if value not in choices:
+        raise ContractError(name, f"{value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def loads_json(text: str, what: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ContractError("<json>", f"the {what} is not valid JSON: {exc}") from None
