@@ -12,14 +12,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, text
-from sqlalchemy.dialects import sqlite
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlmodel import col
 
+from stackbot.db import deliveries_store
 from stackbot.db.deliveries_store import IGNORED, RECORDED
 from stackbot.db.engine import make_engine, sqlite_writer
-from stackbot.db.models import WebhookDelivery
 from stackbot.domain.tasks import ProcessDelivery, TaskKind
 from stackbot.errors import RetryLater
 from stackbot.worker import queue
@@ -91,41 +89,11 @@ def _record(
     if engine.dialect.name == "postgresql":
         return _record_in_one_statement(engine, values, enqueue=ignored_because is None)
     with sqlite_writer(engine), queue.write_connection(engine) as conn, conn.begin():
-        statement = (
-            sqlite.insert(WebhookDelivery)
-            .values(values)
-            .on_conflict_do_nothing(index_elements=[col(WebhookDelivery.delivery_id)])
-            .returning(col(WebhookDelivery.id))
-        )
-        row_id = conn.execute(statement).scalar_one_or_none()
+        row_id = deliveries_store.insert_new_delivery(conn, values=values)
         if row_id is None or ignored_because is not None:
             return RecordedDelivery(row_id, None)
         task_id = queue.enqueue_row(conn, PROCESS_DELIVERY, ProcessDelivery(row_id).to_payload())
     return RecordedDelivery(row_id, task_id)
-
-
-# PostgreSQL records a delivery and queues its task in one statement: one round trip, one
-# statement to execute, where the intake's latency is mostly waiting on the database.
-_RECORD_AND_ENQUEUE = text(
-    """
-    WITH delivery AS (
-        INSERT INTO webhook_deliveries (delivery_id, event, action, repo_full_name, body, status,
-                                        error, received_at, processed_at)
-        VALUES (:delivery_id, :event, :action, :repo_full_name, :body, :status, :error,
-                :received_at, :processed_at)
-        ON CONFLICT (delivery_id) DO NOTHING
-        RETURNING id
-    ), task AS (
-        INSERT INTO tasks (kind, payload, state, status, attempts, max_attempts, run_after,
-                           created_at, updated_at)
-        SELECT :kind, json_build_object('delivery', delivery.id), '{}'::json, 'pending', 0,
-               :max_attempts, :received_at, :received_at, :received_at
-        FROM delivery WHERE :enqueue
-        RETURNING id
-    )
-    SELECT (SELECT id FROM delivery), (SELECT id FROM task)
-    """
-)
 
 
 def _record_in_one_statement(
@@ -138,7 +106,7 @@ def _record_in_one_statement(
     }
     # One statement is atomic on its own: autocommit spares the BEGIN and COMMIT round trips.
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        row_id, task_id = conn.execute(_RECORD_AND_ENQUEUE, parameters).one()
+        row_id, task_id = deliveries_store.insert_delivery_and_task(conn, parameters=parameters)
     return RecordedDelivery(row_id, task_id)
 
 
