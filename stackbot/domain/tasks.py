@@ -17,7 +17,7 @@ Pure: no I/O, no imports beyond the standard library and the domain's own types.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
@@ -38,6 +38,13 @@ class TaskKind(StrEnum):
     REPORT = "report"  # sticky comments and check runs published
     RECONCILE = "reconcile"  # what lost webhook deliveries missed, repaired
     CONFLICT_MATRIX = "conflict_matrix"  # pairwise conflicts of a series' PRs
+
+
+def _as_payload(task: Any, *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A payload dataclass's fields by name, less ``leave_out``."""
+    return {
+        item.name: getattr(task, item.name) for item in fields(task) if item.name not in leave_out
+    }
 
 
 @dataclass(frozen=True)
@@ -114,16 +121,7 @@ class PrCommand:
         )
 
     def to_payload(self) -> dict[str, Any]:
-        return {
-            "is_pull_request": self.is_pull_request,
-            "repo": self.repo,
-            "number": self.number,
-            "comment_id": self.comment_id,
-            "body": self.body,
-            "author": self.author,
-            "author_association": self.author_association,
-            "action": self.action,
-        }
+        return _as_payload(self, leave_out=("updated_at",))  # a dedupe key's part only
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.comment_id}:{self.updated_at}"
@@ -154,12 +152,7 @@ class Integrate:
         return task
 
     def to_payload(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "series_key": self.series_key,
-            "number": self.number,
-            "reason": self.reason,
-        }
+        return _as_payload(self)
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.series_key or f'pr-#{self.number}'}"
