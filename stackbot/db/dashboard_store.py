@@ -29,6 +29,7 @@ from stackbot.db.models import (
     Task,
     TestResult,
 )
+from stackbot.domain.integration import RunKind
 
 # -- series -----------------------------------------------------------------------------------
 
@@ -162,7 +163,7 @@ def latest_series_runs(session: Session, *, keys: Collection[str]) -> Sequence[I
     """The newest series run of each (repository, series key) among ``keys``."""
     newest = (
         select(func.max(IntegrationRun.id))
-        .where(IntegrationRun.kind == "series", col(IntegrationRun.series_key).in_(keys))
+        .where(IntegrationRun.kind == RunKind.SERIES, col(IntegrationRun.series_key).in_(keys))
         .group_by(col(IntegrationRun.repo_id), col(IntegrationRun.series_key))
     )
     return session.exec(select(IntegrationRun).where(col(IntegrationRun.id).in_(newest))).all()
@@ -173,7 +174,7 @@ def latest_series_run(session: Session, *, repo_id: int, series_key: str) -> Int
         select(IntegrationRun)
         .where(
             IntegrationRun.repo_id == repo_id,
-            IntegrationRun.kind == "series",
+            IntegrationRun.kind == RunKind.SERIES,
             IntegrationRun.series_key == series_key,
         )
         .order_by(col(IntegrationRun.id).desc())
@@ -188,7 +189,7 @@ def latest_stack_runs(
         select(func.max(IntegrationRun.id))
         .where(
             IntegrationRun.repo_id == repo_id,
-            IntegrationRun.kind == "stack",
+            IntegrationRun.kind == RunKind.STACK,
             col(IntegrationRun.target_pr).in_(target_prs),
         )
         .group_by(col(IntegrationRun.target_pr))

@@ -10,6 +10,7 @@ from sqlmodel import Session, col, select
 
 from stackbot.db.models import IntegrationRun, Job, TestResult
 from stackbot.db.models.jobs import FINISHED_STATES, IN_FLIGHT_STATES, NOT_REUSABLE_STATES
+from stackbot.domain.integration import RunKind
 
 
 def get_job(session: Session, *, job_id: int) -> Job | None:
@@ -123,7 +124,8 @@ def runs_of_jobs(session: Session, *, jobs: Sequence[Job]) -> list[IntegrationRu
         runs += list(
             session.exec(
                 select(IntegrationRun).where(
-                    col(IntegrationRun.base_sha).in_(base_shas), IntegrationRun.kind == "stack"
+                    col(IntegrationRun.base_sha).in_(base_shas),
+                    IntegrationRun.kind == RunKind.STACK,
                 )
             )
         )

@@ -29,6 +29,7 @@ from stackbot.db.models import (
     PullRequest,
 )
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
+from stackbot.domain.integration import RunKind
 from stackbot.domain.report import (
     AllowlistView,
     ApprovalView,
@@ -93,10 +94,12 @@ def build_report_view(
     keys = store.series_keys_of(session, repo_id=repo_id, number=number)
     series_key = keys[0] if keys else None
     stack_run = _latest_run(
-        session, repo_id, kind="stack", target_pr=number, head=(number, pr.head_sha)
+        session, repo_id, kind=RunKind.STACK, target_pr=number, head=(number, pr.head_sha)
     )
     series_run = (
-        _latest_run(session, repo_id, kind="series", series_key=series_key) if series_key else None
+        _latest_run(session, repo_id, kind=RunKind.SERIES, series_key=series_key)
+        if series_key
+        else None
     )
     generated = set(settings.generated_files)
     tests, main_sha = _test_rows(session, stack_run, base_url) if stack_run else ((), None)
@@ -158,7 +161,7 @@ def _latest_run(
     session: Session,
     repo_id: int,
     *,
-    kind: str,
+    kind: RunKind,
     target_pr: int | None = None,
     series_key: str | None = None,
     head: tuple[int, str] | None = None,
@@ -180,7 +183,7 @@ def _integration(
     assert run.id is not None
     steps = integration_store.steps_of(session, run_id=run.id)
     return IntegrationView(
-        kind="series" if run.kind == "series" else "stack",
+        kind="series" if run.kind == RunKind.SERIES else "stack",
         status=run.status,
         base_ref=run.base_ref,
         base_sha=run.base_sha,
