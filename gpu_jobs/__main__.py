@@ -7,6 +7,7 @@ input (the message names the field).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import uuid
@@ -16,9 +17,11 @@ from pathlib import Path
 from gpu_jobs import __version__
 from gpu_jobs._fields import ContractError
 from gpu_jobs.checkout import default_cache_dir
+from gpu_jobs.nodes import write_atomic
 from gpu_jobs.rendezvous import PlacementError, placement
+from gpu_jobs.result import JobResult
 from gpu_jobs.runner import RunOptions, StopFlag, run_job
-from gpu_jobs.spec import JobSpec, LauncherOptions, Shape
+from gpu_jobs.spec import JOB_ID, JobSpec, LauncherOptions, Shape
 from gpu_jobs.testsets import load_test_sets
 from gpu_jobs.verdict import result_from_out_dir
 
@@ -88,7 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    spec = _spec_from(args)
+    try:
+        spec = _spec_from(args)
+    except (BadInput, ContractError) as exc:
+        if args.spec is not None:  # a spec file: its job gets a result that says what is wrong
+            _write_refusal(args.out, args.spec, f"{exc}")
+        raise
     where = placement(
         spec.shape,
         node_rank=args.node_rank,
@@ -118,9 +126,17 @@ def _spec_from(args: argparse.Namespace) -> JobSpec:
         if args.checkout or args.target or args.shape or args.test_set:
             raise BadInput("give either SPEC.json or --checkout/--target/--shape, not both")
         try:
-            return JobSpec.from_json(args.spec.read_text(encoding="utf-8"))
+            data = args.spec.read_bytes()
         except OSError as exc:
             raise BadInput(f"spec: cannot read {args.spec}: {exc.strerror}") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadInput(
+                f"spec: {args.spec} is not UTF-8 text (byte {exc.start}); write the spec as "
+                "UTF-8 JSON"
+            ) from None
+        return JobSpec.from_json(text)
     if not args.shape:
         raise BadInput("shape: give SPEC.json, or --shape with --target or --test-set")
     targets = list(args.target)
@@ -149,6 +165,30 @@ def _spec_from(args: argparse.Namespace) -> JobSpec:
         launcher=LauncherOptions(device=args.device, backend=args.backend),
         node_check=not args.no_node_check,
     )
+
+
+def _write_refusal(out_dir: Path, spec_path: Path, message: str) -> None:
+    """``result.json`` with status ``error`` for a spec that cannot be run, so whoever waits
+    for the job (stackbot polls for that file) learns why instead of waiting for a timeout."""
+    job_id = _job_id_in(spec_path)
+    result = JobResult(job_id, "error", f"the job spec cannot be run: {message}")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(out_dir / "result.json", result.to_json())
+    except OSError as exc:
+        print(f"gpu_jobs: cannot write {out_dir / 'result.json'}: {exc.strerror}", file=sys.stderr)
+
+
+def _job_id_in(spec_path: Path) -> str:
+    """The spec's job id when it has a valid one, else one naming the spec file's directory."""
+    try:
+        raw = json.loads(spec_path.read_bytes().decode("utf-8", errors="replace"))
+        candidate = raw.get("job_id") if isinstance(raw, dict) else None
+    except (OSError, ValueError):
+        candidate = None
+    if isinstance(candidate, str) and JOB_ID.fullmatch(candidate):
+        return candidate
+    return "invalid-spec"
 
 
 def _merge(out_dir: Path) -> int:

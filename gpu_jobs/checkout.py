@@ -113,13 +113,20 @@ def _head(root: Path) -> str | None:
 def _cached_checkout(
     repo_url: str, commit: str, cache_dir: Path, say: Callable[[str], None]
 ) -> Tree:
+    try:
+        return _cached_checkout_locked(repo_url, commit, cache_dir, say)
+    except GitFailed as exc:  # a step not classified below: the tree cannot be had
+        raise TreeError("infra", f"repo_url: preparing {repo_url} failed: {exc}") from None
+
+
+def _cached_checkout_locked(
+    repo_url: str, commit: str, cache_dir: Path, say: Callable[[str], None]
+) -> Tree:
     key = hashlib.sha256(repo_url.encode()).hexdigest()[:16]
     mirror = cache_dir / "repos" / f"{key}.git"
     with _locked(cache_dir / "repos" / f"{key}.lock"):
-        if not (mirror / "HEAD").exists():
-            say(f"setup: creating the cache mirror of {repo_url} in {mirror}")
-            _git(["init", "--bare", "--quiet", str(mirror)], cwd=cache_dir)
-            _git(["remote", "add", "origin", repo_url], cwd=mirror)
+        if not (mirror / _READY).exists():
+            _make_mirror(mirror, repo_url, say)
         sha = _resolve(mirror, commit)
         if sha is None:
             say(f"setup: fetching {commit} from {repo_url}")
@@ -131,17 +138,41 @@ def _cached_checkout(
                 shutil.rmtree(tree)
                 _git(["worktree", "prune"], cwd=mirror)
             tree.parent.mkdir(parents=True, exist_ok=True)
-            _git(["worktree", "add", "--detach", "--force", str(tree), sha], cwd=mirror)
+            _git(["worktree", "add", "--detach", "--force", "--", str(tree), sha], cwd=mirror)
             (tree / _READY).touch()
             _exclude_ready_marker(tree)
     return Tree(tree, sha)
 
 
+def _make_mirror(mirror: Path, repo_url: str, say: Callable[[str], None]) -> None:
+    """Create the cache mirror of ``repo_url``. It counts as made only once its marker exists,
+    so a mirror left half-made (a crash, a refused URL) is made again, never used."""
+    if (mirror / "HEAD").exists() and _origin(mirror) == repo_url:
+        (mirror / _READY).touch()  # made complete by an older gpu_jobs, before the marker
+        return
+    say(f"setup: creating the cache mirror of {repo_url} in {mirror}")
+    if mirror.exists():
+        shutil.rmtree(mirror)
+    mirror.parent.mkdir(parents=True, exist_ok=True)
+    _git(["init", "--bare", "--quiet", "--", str(mirror)], cwd=mirror.parent)
+    _git(["remote", "add", "--", "origin", repo_url], cwd=mirror)
+    (mirror / _READY).touch()
+
+
+def _origin(mirror: Path) -> str | None:
+    try:
+        return _git(["config", "--get", "remote.origin.url"], cwd=mirror).strip() or None
+    except GitFailed:
+        return None
+
+
 def _fetch(mirror: Path, repo_url: str, commit: str) -> str:
     attempts: list[list[str]] = []
     if len(commit) == 40:
-        attempts.append(["fetch", "--quiet", "--no-tags", "origin", commit])
-    attempts.append(["fetch", "--quiet", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*"])
+        attempts.append(["fetch", "--quiet", "--no-tags", "--", "origin", commit])
+    attempts.append(
+        ["fetch", "--quiet", "--tags", "--", "origin", "+refs/heads/*:refs/remotes/origin/*"]
+    )
     errors = []
     for args in attempts:
         try:
@@ -152,7 +183,7 @@ def _fetch(mirror: Path, repo_url: str, commit: str) -> str:
         if sha is not None:
             return sha
     try:
-        _git(["ls-remote", "--exit-code", "origin", "HEAD"], cwd=mirror)
+        _git(["ls-remote", "--exit-code", "--", "origin", "HEAD"], cwd=mirror)
     except GitFailed:
         raise TreeError("infra", f"repo_url: {repo_url} cannot be reached: {errors[-1]}") from None
     raise TreeError("error", f"commit: {commit} does not exist in {repo_url}")
@@ -161,7 +192,8 @@ def _fetch(mirror: Path, repo_url: str, commit: str) -> str:
 def _resolve(mirror: Path, commit: str) -> str | None:
     try:
         return _git(
-            ["rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"], cwd=mirror
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{commit}^{{commit}}"],
+            cwd=mirror,
         ).strip()
     except GitFailed:
         return None

@@ -39,7 +39,7 @@ Backend = Literal["nccl", "gloo"]
 
 MAX_NODES = 1024
 MAX_GPUS_PER_NODE = 64
-_JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHAPE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
 
@@ -152,7 +152,7 @@ class JobSpec:
     schema_version: str = SPEC_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
-        if not _JOB_ID.match(self.job_id):
+        if not JOB_ID.match(self.job_id):
             raise ContractError(
                 "job_id",
                 f"{self.job_id!r} must be 1-100 of [A-Za-z0-9._-], not starting with . - _",
@@ -165,6 +165,11 @@ class JobSpec:
             raise ContractError("targets", "reference targets are paths inside gpu_jobs")
         if not self.reference and self.checkout is None and self.repo_url is None:
             raise ContractError("repo_url", "give repo_url (with commit) or checkout")
+        if self.repo_url is not None and (
+            not self.repo_url.strip() or self.repo_url.startswith("-")
+        ):
+            # git would read a leading "-" as an option (a URL or path never starts so).
+            raise ContractError("repo_url", f"{self.repo_url!r} is not a repository URL or path")
         if self.repo_url is not None and self.checkout is None and not self.commit:
             raise ContractError("commit", "is required with repo_url")
         if self.commit is not None and not re.fullmatch(r"[0-9a-fA-F]{7,64}", self.commit):

@@ -18,7 +18,15 @@ def check_sources(spec: JobSpec) -> None:
         raise ContractError("checkout", f"{spec.checkout} is not a directory")
     if spec.checkout is None and spec.repo_url and spec.commit and Path(spec.repo_url).exists():
         done = subprocess.run(
-            ["git", "-C", spec.repo_url, "cat-file", "-e", f"{spec.commit}^{{commit}}"],
+            [
+                "git",
+                "-C",
+                spec.repo_url,
+                "cat-file",
+                "-e",
+                "--end-of-options",
+                f"{spec.commit}^{{commit}}",
+            ],
             capture_output=True,
             text=True,
         )

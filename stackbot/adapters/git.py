@@ -167,11 +167,13 @@ class GitRepository:
 
     def push(self, remote: str, updates: Sequence[PushUpdate]) -> None:
         """Lease-protected push: each branch moves only if it is still where we last saw it."""
-        args = ["push", remote]
+        args = ["push"]
         for update in updates:
             args.append(
                 f"--force-with-lease=refs/heads/{update.branch}:{update.expected_old or ''}"
             )
+        # Options end before the remote and refspecs: none of them may read as an option.
+        args += ["--end-of-options", remote]
         args += [f"{u.local_ref}:refs/heads/{u.branch}" for u in updates]
         try:
             self.git(*args, timeout=self.timeout)
@@ -185,18 +187,20 @@ class GitRepository:
             ) from None
 
     def merge_base(self, a: Sha, b: Sha) -> Sha | None:
-        done = self.git("merge-base", a, b, ok_codes=(0, 1))
+        done = self.git("merge-base", "--end-of-options", a, b, ok_codes=(0, 1))
         return Sha(done.stdout.decode().strip()) if done.returncode == 0 else None
 
     def is_ancestor(self, ancestor: Sha, descendant: Sha) -> bool:
-        done = self.git("merge-base", "--is-ancestor", ancestor, descendant, ok_codes=(0, 1))
+        done = self.git(
+            "merge-base", "--is-ancestor", "--end-of-options", ancestor, descendant, ok_codes=(0, 1)
+        )
         return done.returncode == 0
 
     # -- merging --------------------------------------------------------------------------
 
     def merge_tree(self, ours: Sha, theirs: Sha) -> MergeTreeResult:
         """Merge two commits into a tree without touching any worktree or index."""
-        args = ("merge-tree", "--write-tree", "-z", "--messages", ours, theirs)
+        args = ("merge-tree", "--write-tree", "-z", "--messages", "--end-of-options", ours, theirs)
         done = self.git(*args, ok_codes=(0, 1))
         try:
             return parse_merge_tree(done.stdout, done.returncode)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from gpu_jobs import checkout
+from gpu_jobs.spec import JobSpec, Shape
 from tests.gpu_jobs.throwaway import (
     marked_env,
     processes_with,
@@ -20,15 +23,16 @@ CPU = {"device": "cpu"}
 
 
 def test_bad_input_exits_2_naming_the_field(tmp_path: Path) -> None:
+    out = str(tmp_path / "o")
     cases = [
-        (["--out", "o", "--checkout", ".", "--target", "t.py", "--shape", "2y4"], "shape"),
+        (["--out", out, "--checkout", ".", "--target", "t.py", "--shape", "2y4"], "shape"),
         (
-            ["--out", "o", "--reference", "--test-set", "amax-groups", "--shape", "1x4"],
+            ["--out", out, "--reference", "--test-set", "amax-groups", "--shape", "1x4"],
             "amax-groups",
         ),
-        (["--out", "o", "--checkout", ".", "--shape", "1x4"], "targets"),
+        (["--out", out, "--checkout", ".", "--shape", "1x4"], "targets"),
         (
-            [str(spec_file(tmp_path / "s.json", job_id="j", targets=["t.py"])), "--out", "o"],
+            [str(spec_file(tmp_path / "s.json", job_id="j", targets=["t.py"])), "--out", out],
             "repo_url",
         ),
         (
@@ -43,11 +47,11 @@ def test_bad_input_exits_2_naming_the_field(tmp_path: Path) -> None:
                     )
                 ),
                 "--out",
-                "o",
+                out,
             ],
             "timeout_s",
         ),
-        ([str(tmp_path / "absent.json"), "--out", "o"], "spec"),
+        ([str(tmp_path / "absent.json"), "--out", out], "spec"),
     ]
     for args, named in cases:
         done = run_cli("run", *args)
@@ -216,3 +220,42 @@ def test_merge_collects_a_job_whose_runners_died_before_reporting(tmp_path: Path
     result = result_of(out)
     assert result.status == "error" and "node(s) 0-1 wrote no report" in result.message
     assert run_cli("merge", "--out", str(tmp_path / "nothing")).returncode == 2
+
+
+def test_a_spec_that_cannot_run_still_gets_a_result_naming_the_field(tmp_path: Path) -> None:
+    dashed = spec_file(
+        tmp_path / "dashed.json", job_id="dash", targets=["t.py"], repo_url="-u", commit="abc1234"
+    )
+    garbled = tmp_path / "garbled.json"
+    garbled.write_bytes(b'{"job_id": "\xff\xfe"}')
+    for spec, named, job_id in [(dashed, "repo_url", "dash"), (garbled, "UTF-8", "invalid-spec")]:
+        out = tmp_path / f"out-{spec.stem}"
+        done = run_cli("run", str(spec), "--out", str(out))
+        assert done.returncode == 2, done.stderr
+        assert named in done.stderr and "Traceback" not in done.stderr, done.stderr
+        result = result_of(out)
+        assert (result.job_id, result.status) == (job_id, "error")
+        assert named in result.message
+
+
+def test_a_half_made_cache_mirror_is_made_again_not_used(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_x.py").write_text("def test_x():\n    pass\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "x")
+    sha = _git(repo, "rev-parse", "HEAD").strip()
+    cache = tmp_path / "cache"
+    key = hashlib.sha256(str(repo).encode()).hexdigest()[:16]
+    # What a runner killed between `git init` and `git remote add` leaves behind.
+    half = cache / "repos" / f"{key}.git"
+    half.mkdir(parents=True)
+    _git(half, "init", "-q", "--bare")
+    spec = JobSpec(
+        job_id="cache", test_set="t", targets=("test_x.py",), shape=Shape(1, 1),
+        repo_url=str(repo), commit=sha,
+    )  # fmt: skip
+    tree = checkout.prepare_tree(spec, cache, lambda line: None)
+    assert (tree.commit, (tree.root / "test_x.py").is_file()) == (sha, True)
+    assert _git(half, "config", "--get", "remote.origin.url").strip() == str(repo)
