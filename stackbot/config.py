@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     # GitHub's content-creation limits, which every write is paced to stay under.
     github_writes_per_minute: int = Field(default=80, ge=1)
     github_writes_per_hour: int = Field(default=500, ge=1)
+    # Replies to commands in PR comments, per user and repository in any hour (0: none). A
+    # non-vetter also gets at most one reply per PR.
+    command_replies_per_hour: int = Field(default=5, ge=0)
     # Base URL of the dashboard, used for links in PR comments and check runs.
     public_url: str = "http://127.0.0.1:8000"
 

@@ -96,15 +96,30 @@ def _integrate(args: argparse.Namespace) -> int:
 
 
 def exit_on_failure(command: str, handler: Any, args: argparse.Namespace) -> int:
-    """Bad input goes up to main (exit 2); a failure of git or the network is exit 1 with its
-    message (which names the command and what to fix), never a traceback."""
+    """Exit 1 means conflicts (or a disagreeing allowlist) only: bad input, an unreachable
+    repository or an unwritable data directory is exit 2 with one line naming what to fix,
+    never a traceback."""
     try:
         return int(handler(args))
     except BadInput:
         raise
     except StackbotError as error:
-        _say(f"stackbot {command}: {error}")
-        return EXIT_FAILED
+        raise BadInput(one_line(str(error))) from None
+    except OSError as error:
+        raise BadInput(unwritable(error)) from None
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def unwritable(error: OSError) -> str:
+    """An OSError on stackbot's own files, as one line naming what to fix."""
+    where = f" {error.filename}" if error.filename else ""
+    return one_line(
+        f"cannot write{where} ({error.strerror or error}); set STACKBOT_DATA_DIR to a "
+        "writable directory"
+    )
 
 
 def _run(args: argparse.Namespace) -> int:

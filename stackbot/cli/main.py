@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except BadInput as error:
-        print(f"stackbot {args.command}: {error}", file=sys.stderr)
+        print(f"stackbot {args.command}: {' '.join(str(error).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

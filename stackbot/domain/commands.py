@@ -13,6 +13,10 @@ What counts as a command (deliberately strict, so discussion never triggers anyt
   ``/stackbot status`` are the other commands; any other ``/stackbot`` word is an
   :class:`Unknown` command that gets a usage reply.
 
+Replies never render what the commenter wrote (a backtick would close a code span and let the
+rest through as markdown: mentions, images): they are fixed texts, showing at most a SHA the
+commenter gave once it is known to be hex digits only.
+
 The `/ok to test` rule (NVIDIA copy-pr-bot's): a vetter approves one commit, the PR's current
 head, by its full SHA or an unambiguous prefix of at least seven hex digits. Edited comments:
 copy-pr-bot acts on created comments only; stackbot also accepts an edit that names the current
@@ -201,7 +205,8 @@ def _judge(
 
 
 def _refusal(reason: Reason, detail: str, command: OkToTest, head: str, commenter: str) -> str:
-    given = f"`{command.sha_text}`"
+    # Shown only after _judge found it hex digits (at most 40): never arbitrary text.
+    given = f"`{command.sha_text.lower()}`"
     retry = f"comment `/ok to test {short(head)}` to test the current head."
     if reason is Reason.NOT_A_PULL_REQUEST:
         return "`/ok to test` works on pull requests only; this is an issue."
@@ -213,7 +218,7 @@ def _refusal(reason: Reason, detail: str, command: OkToTest, head: str, commente
     if reason is Reason.MISSING_SHA:
         return f"`/ok to test` needs the commit to test: {retry}"
     if reason is Reason.NOT_A_SHA:
-        return f"{given} is not a commit SHA (hex digits only); {retry}"
+        return f"That is not a commit SHA (hex digits only); {retry}"
     if reason is Reason.TOO_SHORT:
         return f"{given} is too short: give at least {MIN_SHA_PREFIX} hex digits; {retry}"
     if reason is Reason.AMBIGUOUS:
@@ -244,8 +249,9 @@ def is_trusted_author(
     return all(name is not None and name.lower() == me for name in commit_authors)
 
 
-def command_usage_reply(command: Unknown) -> str:
-    return f"stackbot does not know `{command.text}`. {USAGE}"
+def command_usage_reply() -> str:
+    """The reply to an :class:`Unknown` command: a fixed text (never the command's words)."""
+    return f"stackbot does not know that command. {USAGE}"
 
 
 def retest_refusal(commenter: str) -> str:

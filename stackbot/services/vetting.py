@@ -9,6 +9,11 @@
 
 Edited comments count only for ``/ok to test`` naming the current head; anything else in an
 edit is ignored silently. Comments without a command are ignored silently.
+
+Replies are fixed texts (nothing the commenter wrote is echoed) and limited, since each one is
+one of GitHub's content writes the reports need: a non-vetter gets at most one reply per PR,
+and every user at most ``settings.command_replies_per_hour`` an hour per repository
+(:mod:`stackbot.db.replies_store`). A command over the limit is still acted on, silently.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from sqlalchemy import Engine
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.db import github_store as store
+from stackbot.db import replies_store
 from stackbot.db.engine import session_scope
 from stackbot.domain import tasks
 from stackbot.domain.commands import (
@@ -47,6 +53,7 @@ class CommandOutcome:
     reply: str | None = None
     follow_ups: list[tasks.TaskPayload] = field(default_factory=list)
     approved_sha: str | None = None
+    vetter: bool | None = None  # whether the commenter is a vetter, where already known
 
 
 def is_vetter(client: GitHubPort, settings: Settings, repo: str, login: str) -> bool:
@@ -75,7 +82,7 @@ def run_command(
     if isinstance(command, Status):
         return status(engine, client, settings, request)
     assert isinstance(command, Unknown)
-    return CommandOutcome(reply=command_usage_reply(command))
+    return CommandOutcome(reply=command_usage_reply())
 
 
 def ok_to_test(
@@ -91,7 +98,9 @@ def ok_to_test(
             is_pull_request=request.is_pull_request,
             edited=request.edited,
         )
-        return CommandOutcome(reply=decision.reply)
+        return CommandOutcome(
+            reply=decision.reply, vetter=False if request.is_pull_request else None
+        )
     synced = sync_pull_request(engine, client, settings, repo=request.repo, number=request.number)
     with session_scope(engine) as session:
         repository = store.get_repository(session, full_name=request.repo)
@@ -125,7 +134,7 @@ def ok_to_test(
                 kind="ok_to_test",
                 comment_id=request.comment_id,
             )
-    outcome = CommandOutcome(reply=decision.reply, approved_sha=decision.sha)
+    outcome = CommandOutcome(reply=decision.reply, approved_sha=decision.sha, vetter=True)
     if not (decision.accepted or synced.changed):
         return outcome
     # Queued again for a repeated approval too: a redo after a crash between storing the
@@ -143,13 +152,14 @@ def retest(
     client: GitHubPort, settings: Settings, request: PrCommand, command: Retest
 ) -> CommandOutcome:
     if not is_vetter(client, settings, request.repo, request.author):
-        return CommandOutcome(reply=retest_refusal(request.author))
+        return CommandOutcome(reply=retest_refusal(request.author), vetter=False)
     known = _test_set_names(settings)
     if command.test_set is not None and known and command.test_set not in known:
+        # Only configured names are shown, never the name as written.
         names = ", ".join(f"`{name}`" for name in sorted(known))
-        return CommandOutcome(reply=f"There is no test set `{command.test_set}`; known: {names}.")
+        return CommandOutcome(reply=f"There is no such test set; known: {names}.", vetter=True)
     task = tasks.Retest(request.repo, request.number, test_set=command.test_set)
-    return CommandOutcome(follow_ups=[task])
+    return CommandOutcome(follow_ups=[task], vetter=True)
 
 
 def _test_set_names(settings: Settings) -> set[str]:
@@ -179,8 +189,11 @@ def handle_pr_command(ctx: TaskContext, request: PrCommand) -> None:
     outcome = run_command(ctx.engine, client, ctx.settings, request)
     # A redo after a crash must not queue integration twice nor reply twice: what the first
     # attempt did is in ctx.state.
+    replied = False
     if outcome.reply is not None and not ctx.state.get("replied"):
-        client.create_comment(request.repo, request.number, outcome.reply)
+        if may_reply(ctx, client, request, vetter=outcome.vetter):
+            client.create_comment(request.repo, request.number, outcome.reply)
+            replied = True
         ctx.save_state({**ctx.state, "replied": True})
     for task in outcome.follow_ups:
         ctx.enqueue_task(task)
@@ -190,8 +203,35 @@ def handle_pr_command(ctx: TaskContext, request: PrCommand) -> None:
         request.number,
         request.comment_id,
         request.author,
-        "replied" if outcome.reply else f"{len(outcome.follow_ups)} follow-ups",
+        "replied" if replied else f"{len(outcome.follow_ups)} follow-ups",
     )
+
+
+def may_reply(
+    ctx: TaskContext, client: GitHubPort, request: PrCommand, *, vetter: bool | None
+) -> bool:
+    """Whether the reply limits allow answering this comment (and record it when they do)."""
+    if vetter is None:
+        vetter = is_vetter(client, ctx.settings, request.repo, request.author)
+    with session_scope(ctx.engine) as session:
+        allowed = replies_store.reserve_reply(
+            session,
+            repo=request.repo,
+            pr_number=request.number,
+            login=request.author,
+            comment_id=request.comment_id,
+            vetter=vetter,
+            per_hour=ctx.settings.command_replies_per_hour,
+        )
+    if not allowed:
+        log.info(
+            "%s#%d comment %d by %s: reply withheld (reply limit)",
+            request.repo,
+            request.number,
+            request.comment_id,
+            request.author,
+        )
+    return allowed
 
 
 def register_tasks(registry: TaskRegistry) -> None:

@@ -53,8 +53,9 @@ def test_cli_db_commands(database_url: str, action: str, monkeypatch: pytest.Mon
     monkeypatch.setenv("STACKBOT_DATABASE_URL", database_url)
     if action == "downgrade":
         migrate.upgrade(database_url)
+    extra = ["base", "--yes"] if action == "downgrade" else []
     result = subprocess.run(
-        [sys.executable, "-m", "stackbot", "db", action],
+        [sys.executable, "-m", "stackbot", "db", action, *extra],
         capture_output=True,
         text=True,
         check=False,

@@ -366,3 +366,49 @@ def test_integrate_accepts_a_url(
     assert json.loads(out)["steps"][0]["outcome"] == "clean"
     assert f"fetching {url}" in err
     assert any((tmp_path / "data" / "mirrors").glob("work-*.git"))
+
+
+def _console(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "stackbot", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _error_line(stderr: str, command: str) -> str:
+    """The one line the command wrote about the error (progress lines aside)."""
+    assert "Traceback" not in stderr, stderr
+    [line] = [line for line in stderr.splitlines() if line.startswith(f"stackbot {command}:")]
+    return line
+
+
+def test_integrate_an_unreachable_repository_exits_2_not_1(tmp_path: Path) -> None:
+    done = _console(
+        "integrate", "--repo", "https://127.0.0.1:9/nowhere.git", "--base", "main", "--pr", "1=x"
+    )
+    assert done.returncode == 2, done.stderr
+    assert "check the URL and network access" in _error_line(done.stderr, "integrate")
+
+
+def test_integrate_with_an_unwritable_data_dir_exits_2(repo: RepoBuilder, tmp_path: Path) -> None:
+    # Tests run as root, where chmod stops no write: a directory under a regular file does.
+    (tmp_path / "a-file").write_text("x")
+    data_dir = tmp_path / "a-file" / "data"
+    done = _console(
+        "integrate",
+        "--repo",
+        str(repo.path),
+        "--base",
+        "main",
+        "--pr",
+        "1=add-f3",
+        env={"STACKBOT_DATA_DIR": str(data_dir)},
+    )
+    assert done.returncode == 2, done.stderr
+    line = _error_line(done.stderr, "integrate")
+    assert str(data_dir) in line and "STACKBOT_DATA_DIR" in line

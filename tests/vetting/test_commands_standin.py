@@ -45,7 +45,7 @@ def test_a_retest_is_refused_to_non_vetters_and_for_unknown_test_sets(pipeline: 
         replies[0]
         == "@carol, only vetters (write access, or listed as vetters in stackbot's configuration) can ask for a retest."
     )
-    assert replies[1].startswith("There is no test set `no-such-set`; known: ")
+    assert replies[1].startswith("There is no such test set; known: ")
     assert "`amax-group`" in replies[1]
 
 
@@ -56,8 +56,76 @@ def test_an_unknown_stackbot_command_gets_the_usage(pipeline: Pipeline) -> None:
     pipeline.deliver()
     [reply] = pipeline.replies(number)
     assert reply.body.startswith(
-        "stackbot does not know `/stackbot please merge`. Commands: `/ok to test <sha>`"
+        "stackbot does not know that command. Commands: `/ok to test <sha>`"
     )
+    assert "please merge" not in reply.body
+
+
+HOSTILE = "`@NVIDIA/everyone` ![pic](https://evil.example/p.png) `"
+
+
+def test_replies_never_render_what_the_commenter_wrote(pipeline: Pipeline) -> None:
+    number = open_pr(pipeline, author="carol", branch="carol/fix", title="Fix")
+    pipeline.deliver()
+    for body in (
+        f"/stackbot {HOSTILE}",
+        f"/ok to test {HOSTILE}",
+        "/ok to test `@NVIDIA/everyone`![pic](https://evil.example/p.png)",
+        "/stackbot retest ![pic](https://evil.example/p.png)",
+        "/stackbot retest `@NVIDIA/everyone`",
+    ):
+        pipeline.control.comment(pipeline.repo, number, "bob", body)
+    pipeline.control.comment(pipeline.repo, number, "carol", f"/stackbot hi {HOSTILE}")
+    pipeline.deliver()
+    replies = [c.body for c in pipeline.replies(number)]
+    assert len(replies) == 6
+    for body in replies:
+        assert "NVIDIA/everyone" not in body and "evil.example" not in body and "![" not in body
+        assert body.count("`") % 2 == 0  # every code span is closed
+    assert pipeline.tasks("retest") == []
+
+
+def test_a_non_vetter_gets_at_most_one_reply_per_pr(pipeline: Pipeline) -> None:
+    first = open_pr(pipeline, author="carol", branch="carol/fix", title="Fix")
+    second = open_pr(pipeline, author="carol", branch="carol/more", title="More")
+    pipeline.deliver()
+    pipeline.control.comment(pipeline.repo, first, "carol", "/stackbot please merge")
+    pipeline.deliver()
+    pipeline.control.comment(pipeline.repo, first, "carol", "/stackbot merge now")
+    pipeline.control.comment(pipeline.repo, first, "carol", "/stackbot retest")
+    pipeline.control.comment(pipeline.repo, first, "carol", f"/ok to test {pipeline.head(first)}")
+    pipeline.deliver()
+    [reply] = pipeline.replies(first)
+    assert reply.body.startswith("stackbot does not know that command.")
+    assert pipeline.approvals(first) == [] and pipeline.tasks("retest") == []
+    # Another PR: one reply there too.
+    pipeline.control.comment(pipeline.repo, second, "carol", "/stackbot retest")
+    pipeline.control.comment(pipeline.repo, second, "carol", "/stackbot retest")
+    pipeline.deliver()
+    [other] = pipeline.replies(second)
+    assert other.body.startswith("@carol, only vetters")
+    # A vetter on the same PR is answered every time (within the per-user limit).
+    pipeline.control.comment(pipeline.repo, first, "bob", "/stackbot what")
+    pipeline.control.comment(pipeline.repo, first, "bob", "/stackbot why")
+    pipeline.deliver()
+    assert len(pipeline.replies(first)) == 3
+
+
+def test_replies_to_one_user_are_limited_per_hour(pipeline: Pipeline) -> None:
+    limit = pipeline.settings.command_replies_per_hour
+    first = open_pr(pipeline, author="carol", branch="carol/fix", title="Fix")
+    second = open_pr(pipeline, author="carol", branch="carol/more", title="More")
+    pipeline.deliver()
+    for n in range(limit + 2):
+        pipeline.control.comment(pipeline.repo, (first, second)[n % 2], "bob", "/stackbot x")
+    pipeline.deliver()
+    assert len(pipeline.replies(first)) + len(pipeline.replies(second)) == limit
+    # The limit is per user: another vetter is still answered, and commands still act.
+    pipeline.control.comment(pipeline.repo, first, "dave", "/stackbot x")
+    pipeline.control.comment(pipeline.repo, first, "bob", "/stackbot retest")
+    pipeline.deliver()
+    assert len(pipeline.replies(first)) + len(pipeline.replies(second)) == limit + 1
+    assert len(pipeline.tasks("retest")) == 1
 
 
 def test_commands_from_bots_are_ignored(pipeline: Pipeline) -> None:

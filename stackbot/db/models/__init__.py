@@ -12,10 +12,12 @@ from stackbot.db.models.github import (
 )
 from stackbot.db.models.integration import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import Job, TestResult
+from stackbot.db.models.replies import CommandReply
 from stackbot.db.models.tasks import Task
 
 __all__ = [
     "Approval",
+    "CommandReply",
     "DependencyEdge",
     "IntegrationRun",
     "IntegrationStep",
