@@ -41,6 +41,7 @@ from stackbot.adapters.git_objects import (
     parse_merge_tree,
 )
 from stackbot.adapters.git_process import (
+    FETCH_ONE,
     CatFile,
     GitError,
     GitUnavailable,
@@ -50,6 +51,7 @@ from stackbot.adapters.git_process import (
     UnknownRef,
     git_dir_of,
     mirror_name,
+    refspec,
     resolve_source,
     run_git,
 )
@@ -369,20 +371,35 @@ class GitMirror(GitRepository):
         run_git(path, ["config", "gc.auto", "0"])  # a gc must not race a running merge
         return cls(path, resolved, timeout)
 
-    def fetch(self) -> None:
-        """``+refs/heads/*`` and ``+refs/pull/*/head`` (and tags) from the source, pruned."""
+    def fetch(self, refs: Sequence[str] | None = None) -> None:
+        """Bring the mirror up to date from the source, in one fetch: only ``refs`` (full ref
+        names such as ``refs/pull/8035/head``, or full SHAs), so one broken ref among thousands
+        of PRs cannot stop a run, and a ref that fails is named; with None, every branch and PR
+        head, pruned."""
         hint = f"Could not fetch {self.source}; check the URL and network access, then retry."
-        self.git(
-            "fetch",
-            "--quiet",
-            "--prune",
-            "--no-tags",
-            "origin",
-            *FETCH_REFSPECS,
-            timeout=self.timeout,
-            hint=hint,
-        )
-        self.close()  # the open cat-file may hold the old refs
+        options: tuple[str, ...] = FETCH_ONE
+        if refs is None:
+            options, specs = ("--prune", *FETCH_ONE), list(FETCH_REFSPECS)
+        else:
+            specs = [refspec(ref) for ref in dict.fromkeys(refs)]
+        try:
+            self.git("fetch", *options, *specs, timeout=self.timeout, hint=hint)
+        except GitError as error:
+            failing = [] if refs is None else [s for s in specs if not self._fetches(s)]
+            if failing and len(failing) < len(specs):  # all failing: the source, not a ref
+                names = ", ".join(spec.lstrip("+").split(":")[0] for spec in failing)
+                hint = f"{names} could not be fetched from {self.source}"
+            raise type(error)(error.command, error.returncode, error.stderr, hint) from None
+        finally:
+            self.close()  # the open cat-file may hold the old refs
+
+    def _fetches(self, spec: str) -> bool:
+        """Whether ``spec`` alone can be fetched (to name what a failed fetch stumbled on)."""
+        try:
+            self.git("fetch", *FETCH_ONE, spec, timeout=self.timeout)
+        except GitError:
+            return False
+        return True
 
 
 def _ref_hint(ref: str, repo: GitRepository) -> str:

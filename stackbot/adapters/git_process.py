@@ -201,3 +201,19 @@ def mirror_name(source: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", tail).strip("-.") or "repo"
     digest = hashlib.sha256(source.encode()).hexdigest()[:12]
     return f"{slug.removesuffix('.git')}-{digest}.git"
+
+
+# -- fetching ----------------------------------------------------------------------------
+
+# A fetch from the mirror's source of the refspecs that follow.
+FETCH_ONE = ("--quiet", "--no-tags", "--end-of-options", "origin")
+_FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
+
+
+def refspec(ref: str) -> str:
+    """A full SHA is fetched as itself; a full ref name into the same name here."""
+    if _FULL_SHA.fullmatch(ref):
+        return ref
+    if not ref.startswith("refs/") or ref.endswith("/") or "*" in ref:
+        raise BadInput(f"{ref!r} is not a full ref name (refs/...) or a full commit SHA")
+    return f"+{ref}:{ref}"

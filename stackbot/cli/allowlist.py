@@ -68,12 +68,12 @@ def _check_command(args: argparse.Namespace) -> int:
     return exit_on_failure("allowlist check", _check, args)
 
 
-def _open(source: str) -> GitRepository:
+def _open(source: str, rev: str) -> GitRepository:
     path = Path(source).expanduser()
     if path.exists():
         return GitRepository.open(path)
     if "://" in source or "@" in source:
-        return open_mirror(source, settings_or_bad_input())
+        return open_mirror(source, settings_or_bad_input(), [rev])
     raise BadInput(f"--repo {source}: no such directory; pass a repository's path")
 
 
@@ -87,7 +87,7 @@ def _generation(args: argparse.Namespace) -> Generation | None:
 
 
 def _regen(args: argparse.Namespace) -> int:
-    with _open(args.repo) as repo:
+    with _open(args.repo, args.rev) as repo:
         tree = repo.tree_of(repo.rev_parse(args.rev))
         allowlist, cache = _tree_allowlist(repo)
         result = allowlist.regenerate_tree(tree, generation=_generation(args))
@@ -125,7 +125,7 @@ def _regen_summary(path: str, regeneration: Regeneration, error: str | None) -> 
 
 
 def _check(args: argparse.Namespace) -> int:
-    with _open(args.repo) as repo:
+    with _open(args.repo, args.rev) as repo:
         commit = repo.rev_parse(args.rev)
         allowlist, cache = _tree_allowlist(repo)
         file, verdict = allowlist.check_tree(repo.tree_of(commit), generation=_generation(args))

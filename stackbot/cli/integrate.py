@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,8 @@ def _run(args: argparse.Namespace) -> int:
         checker_command=settings.allowlist_checker_command,
     )
     failure = None
-    with open_mirror(args.repo, settings) as mirror:
+    names = [args.base, *(ref for _, ref in args.pr)]
+    with open_mirror(args.repo, settings, names) as mirror:
         cache = FileScanCache.load(scan_cache_path(settings, mirror.git_dir))
         allowlist = TreeAllowlist(mirror, cache=cache, progress=scan_progress())
         result = run_integration(mirror, request, allowlist=allowlist, progress=_say)
@@ -176,15 +178,35 @@ def settings_or_bad_input() -> Settings:
         raise BadInput(f"the settings are invalid: {error}") from None
 
 
-def open_mirror(source: str, settings: Settings) -> GitMirror:
-    """The fetched mirror of ``source`` under the data directory."""
+def open_mirror(source: str, settings: Settings, names: Sequence[str]) -> GitMirror:
+    """The mirror of ``source`` under the data directory, with what ``names`` (the branches,
+    refs and SHAs given on the command line) need fetched, and nothing else."""
     settings.mirrors_dir.mkdir(parents=True, exist_ok=True)
     mirror = GitMirror.open_or_clone(
         source, settings.mirrors_dir, timeout=settings.git_fetch_timeout_s
     )
-    _say(f"fetching {mirror.source} into {mirror.git_dir}")
-    mirror.fetch()
+    refs = refs_to_fetch(names)
+    what = "every branch and PR head" if refs is None else ", ".join(refs)
+    _say(f"fetching {mirror.source} ({what}) into {mirror.git_dir}")
+    mirror.fetch(refs)
     return mirror
+
+
+def refs_to_fetch(names: Sequence[str]) -> list[str] | None:
+    """What to fetch for names given as ``--base``/``--pr``/``--rev``: a full ref or SHA as it
+    is, ``pull/N/head`` under ``refs/``, any other name as a branch. An abbreviated SHA cannot
+    be fetched by itself: then every branch and PR head is (None)."""
+    refs: list[str] = []
+    for name in names:
+        if re.fullmatch(r"[0-9a-fA-F]{7,39}", name):
+            return None
+        if name.startswith("refs/") or re.fullmatch(r"[0-9a-fA-F]{40}", name):
+            refs.append(name)
+        elif re.fullmatch(r"pull/\d+/head", name):
+            refs.append(f"refs/{name}")
+        else:
+            refs.append(f"refs/heads/{name}")
+    return refs
 
 
 def scan_cache_path(settings: Settings, git_dir: Path) -> Path:

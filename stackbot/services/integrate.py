@@ -99,7 +99,9 @@ def integrate(
     mirror = GitMirror.open_or_clone(
         clone_url, settings.mirrors_dir, timeout=settings.git_fetch_timeout_s
     )
-    mirror.fetch()
+    # Only what this integration merges: the base and each planned PR's head.
+    wanted = sorted({n for plan in planned for n in plan.prs})
+    mirror.fetch([f"refs/heads/{base_ref}", *(f"refs/pull/{n}/head" for n in wanted)])
     base_sha = mirror.rev_parse(base_ref)
     target = _Target(
         repo_id, base_ref, base_sha, {int(r.number): r.head_sha for r in records}, task.series_key

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from stackbot.adapters.git import (
+    GitError,
     GitMirror,
     GitRepository,
     GitUnavailable,
@@ -276,3 +277,35 @@ def test_sparse_worktree_holds_only_the_asked_directories(
     assert mirror.rev_parse("main") == builder.rev("main")
     assert "bare = true" in (mirror.git_dir / "config").read_text()
     assert "stackbot-worktree" not in builder.git("-C", str(mirror.git_dir), "worktree", "list")
+
+
+def test_a_run_fetches_only_its_refs_and_names_a_broken_one(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    """One old PR ref with an unreadable object (as found in a real Megatron-LM mirror) stops a
+    fetch of everything, but not a fetch of the refs a run merges."""
+    _base(builder)
+    good = builder.pr_branch("good", {"f.txt": "a\nB\nc\n"})
+    builder.set_pull_head(1, "good")
+    builder.checkout("main")
+    broken = builder.pr_branch("broken", {"lost.txt": "this blob goes missing\n"})
+    builder.set_pull_head(2, "broken")
+    builder.checkout("main")
+    blob = builder.git("rev-parse", f"{broken}:lost.txt").strip()
+    builder.git("branch", "-D", "broken")
+    (builder.path / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    mirror = GitMirror.open_or_clone(str(builder.path), tmp_path / "mirrors", timeout=60)
+    with pytest.raises(GitError):
+        mirror.fetch()  # everything: the broken ref's object cannot be sent
+    mirror.fetch(["refs/heads/main", "refs/pull/1/head"])
+    assert mirror.rev_parse("refs/pull/1/head") == good
+    assert mirror.try_rev_parse("refs/pull/2/head") is None  # nothing else came along
+    with pytest.raises(GitError) as failed:
+        mirror.fetch(["refs/heads/main", "refs/pull/2/head"])
+    # Named alone: main was fetched fine on its own.
+    assert str(failed.value).endswith(
+        f". refs/pull/2/head could not be fetched from {mirror.source}"
+    )
+    with pytest.raises(BadInput, match="full ref name"):
+        mirror.fetch(["main"])
+    mirror.close()
