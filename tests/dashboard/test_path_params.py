@@ -1,5 +1,6 @@
-"""Integer path parameters outside the integer columns' range are refused (422), on SQLite
-and PostgreSQL, never a 500: ids and PR numbers are 1 .. 2**31 - 1 (PostgreSQL's INTEGER)."""
+"""Path parameters no row can match, on SQLite and PostgreSQL, never a 500: integers outside the
+integer columns' range are refused (422; ids and PR numbers are 1 .. 2**31 - 1, PostgreSQL's
+INTEGER), and a series slug holding a NUL finds no series (404)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,9 @@ def test_the_schema_documents_the_range(client: TestClient) -> None:
         (parameter,) = [p for p in paths[path]["get"]["parameters"] if p["name"] == name]
         assert parameter["schema"]["minimum"] == 1
         assert parameter["schema"]["maximum"] == 2**31 - 1
+
+
+def test_a_series_slug_with_a_nul_is_a_404(client: TestClient) -> None:
+    paths = ["/api/series/a%00b", "/series/a%00b", "/series/root-%00", "/api/series/%00"]
+    answers = {path: client.get(path).status_code for path in paths}
+    assert answers == dict.fromkeys(paths, 404)
