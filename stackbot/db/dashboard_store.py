@@ -42,7 +42,12 @@ def series_with_repositories(session: Session) -> Sequence[tuple[Series, Reposit
 def find_series(
     session: Session, *, key: str, repo: str | None = None
 ) -> tuple[Series, Repository] | None:
-    """The series ``key`` (of the repository named ``repo``, or of any) with its repository."""
+    """The series ``key`` (of the repository named ``repo``, or of any) with its repository.
+
+    A key or name holding a NUL (from a ``%00`` in a URL) names no series: PostgreSQL's text
+    cannot hold one, so it is not even compared."""
+    if "\x00" in key or (repo is not None and "\x00" in repo):
+        return None
     query = select(Series, Repository).join(Repository).where(Series.key == key)
     if repo:
         query = query.where(Repository.full_name == repo)

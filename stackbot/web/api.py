@@ -8,6 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from sqlmodel import Session
 
 from stackbot.web import readmodel
+from stackbot.web.params import PullNumber, RowId
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -32,7 +33,7 @@ def api_series_detail(request: Request, slug: str) -> dict[str, Any]:
 
 
 @router.get("/pulls/{number}", summary="One pull request with its stack, runs and tests")
-def api_pull(request: Request, number: int) -> dict[str, Any]:
+def api_pull(request: Request, number: PullNumber) -> dict[str, Any]:
     with _session(request) as session:
         detail = readmodel.pull_detail(session, number)
     if detail is None:
@@ -51,7 +52,7 @@ def api_pull(request: Request, number: int) -> dict[str, Any]:
 
 
 @router.get("/runs/{run_id}", summary="One integration run with its steps and jobs")
-def api_run(request: Request, run_id: int) -> dict[str, Any]:
+def api_run(request: Request, run_id: RowId) -> dict[str, Any]:
     with _session(request) as session:
         found = readmodel.run_detail(session, run_id)
     if found is None:
@@ -72,7 +73,7 @@ def api_jobs(request: Request) -> dict[str, list[dict[str, Any]]]:
 
 
 @router.get("/jobs/{job_id}", summary="One job with its per-test results and log")
-def api_job(request: Request, job_id: int) -> dict[str, Any]:
+def api_job(request: Request, job_id: RowId) -> dict[str, Any]:
     with _session(request) as session:
         detail = readmodel.job_detail(session, job_id)
     if detail is None:

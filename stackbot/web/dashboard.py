@@ -17,6 +17,7 @@ from sqlmodel import Session
 from stackbot.domain.graph_layout import GraphEdge, GraphNode, layout_graph
 from stackbot.web import readmodel
 from stackbot.web.joblogs import tail_line
+from stackbot.web.params import PullNumber, RowId
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals["slug"] = readmodel.series_slug
@@ -71,7 +72,7 @@ def series(request: Request, slug: str) -> HTMLResponse:
 
 
 @router.get("/pulls/{number}", response_class=HTMLResponse)
-def pull(request: Request, number: int) -> HTMLResponse:
+def pull(request: Request, number: PullNumber) -> HTMLResponse:
     with _session(request) as session:
         detail = readmodel.pull_detail(session, number)
     if detail is None:
@@ -80,7 +81,7 @@ def pull(request: Request, number: int) -> HTMLResponse:
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run(request: Request, run_id: int) -> HTMLResponse:
+def run(request: Request, run_id: RowId) -> HTMLResponse:
     with _session(request) as session:
         found = readmodel.run_detail(session, run_id)
     if found is None:
@@ -104,7 +105,7 @@ def jobs(request: Request) -> HTMLResponse:
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
-def job(request: Request, job_id: int) -> HTMLResponse:
+def job(request: Request, job_id: RowId) -> HTMLResponse:
     with _session(request) as session:
         detail = readmodel.job_detail(session, job_id)
     if detail is None:

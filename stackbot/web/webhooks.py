@@ -4,7 +4,8 @@ In order, each step cheaper than the next and each refusal leaving nothing behin
 413 when ``Content-Length`` (or, for a chunked body, the bytes read so far) passes the limit;
 401 unless ``X-Hub-Signature-256`` is the HMAC-SHA256 of the raw body (compared in constant
 time; a SHA-1 ``X-Hub-Signature`` alone is refused as the wrong algorithm); 400 for missing
-GitHub headers, a body that is not a JSON object, or an event lacking a field it needs; then
+GitHub headers, a body that is not a JSON object, an event lacking a field it needs, or an
+``action`` or ``repository.full_name`` no database column can hold (:func:`storable_text`); then
 one transaction records the delivery and queues its processing: 202, or 200 for a delivery id
 already recorded. Nothing else happens on the request path.
 
@@ -39,6 +40,9 @@ router = APIRouter(tags=["webhooks"])
 SIGNATURE_PREFIX = "sha256="
 MAX_DELIVERY_ID_CHARS = 100
 MAX_EVENT_CHARS = 60
+# The widths of webhook_deliveries.action and .repo_full_name.
+MAX_ACTION_CHARS = 60
+MAX_REPO_CHARS = 200
 
 
 class Refusal(Exception):
@@ -108,6 +112,25 @@ def decode_payload(body: bytes, content_type: str) -> object:
         raise Refusal(400, "bad_request", f"the body is not valid JSON: {error}") from error
 
 
+def storable_text(field: str, value: str | None, max_chars: int) -> None:
+    """Refuse (400, naming ``field``) a payload string the intake stores in a text column but no
+    database can hold as it is: a lone surrogate (a ``\\ud800`` escape, not UTF-8), a NUL
+    (PostgreSQL's text refuses it), any other control character, or more than ``max_chars``.
+    GitHub never sends such a value, so refusing it loses no real delivery."""
+    if value is None:
+        return
+    if len(value) > max_chars:
+        raise Refusal(400, "bad_request", f"{field} is over {max_chars} characters")
+    if not value.isprintable():
+        bad = next(char for char in value if not char.isprintable())
+        raise Refusal(
+            400,
+            "bad_request",
+            f"{field} holds the character U+{ord(bad):04X}, which cannot be stored "
+            "(lone surrogates, NUL and other control characters are refused)",
+        )
+
+
 def github_header(request: Request, name: str, max_chars: int) -> str:
     value = request.headers.get(name, "").strip()
     if not value:
@@ -123,7 +146,10 @@ def github_header(request: Request, name: str, max_chars: int) -> str:
     summary="Receive a GitHub webhook delivery",
     responses={
         200: {"description": "a delivery already recorded (processed once)"},
-        400: {"description": "missing GitHub headers, not JSON, or a required field missing"},
+        400: {
+            "description": "missing GitHub headers, not JSON, a required field missing, or an "
+            "action or repository.full_name that cannot be stored"
+        },
         401: {"description": "missing or wrong signature"},
         413: {"description": "body over 25 MB"},
     },
@@ -142,21 +168,25 @@ async def receive_github_webhook(request: Request) -> JSONResponse:
             event = parse_event(event_name, payload)
         except BadInput as error:
             raise Refusal(400, "bad_request", f"{event_name}: {error}") from error
+        action = payload.get("action") if isinstance(payload, dict) else None
+        action = action if isinstance(action, str) else None
+        repo = getattr(event, "repo", None)
+        storable_text("action", action, MAX_ACTION_CHARS)
+        storable_text("repository.full_name", repo, MAX_REPO_CHARS)
     except Refusal as refusal:
         metrics.count_delivery(event_name, refusal.outcome)
         if refusal.status == 401:
             log.warning("refused webhook from %s: %s", _client(request), refusal.message)
         return JSONResponse({"error": refusal.message}, status_code=refusal.status)
     reason = ignore_reason(event)
-    action = payload.get("action") if isinstance(payload, dict) else None
     try:
         recorded = await run_in_threadpool(
             inbox.record_delivery,
             state.intake_engine,
             delivery_id=delivery_id,
             event=event_name,
-            action=action if isinstance(action, str) else None,
-            repo=getattr(event, "repo", None),
+            action=action,
+            repo=repo,
             body=body,
             ignored_because=reason,
         )
