@@ -105,6 +105,12 @@ class Settings(BaseSettings):
     command_replies_per_hour: int = Field(default=5, ge=0)
     # Base URL of the dashboard, used for links in PR comments and check runs.
     public_url: str = "http://127.0.0.1:8000"
+    # Who may read the dashboard and /api: "open" (anyone who reaches the port), "proxy" (only
+    # requests carrying `dashboard_user_header`, set by an authenticating reverse proxy such as
+    # oauth2-proxy in front of stackbot), or "off" (no dashboard, no /api: 404). The webhook
+    # endpoint and /healthz are never restricted; /metrics follows this setting.
+    dashboard_access: Literal["open", "proxy", "off"] = "open"
+    dashboard_user_header: str = Field(default="X-Forwarded-User", min_length=1)
 
     executor: Literal["local", "slurm"] = "local"
     local: LocalExecutorSettings = Field(default_factory=LocalExecutorSettings)

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 from stackbot import __version__
 from stackbot.config import Settings
 from stackbot.db.engine import make_engine
-from stackbot.web import dashboard, health, webhooks
+from stackbot.web import dashboard, exposure, health, webhooks
 from stackbot.worker import inbox
 from stackbot.worker.registry import TaskRegistry
 from stackbot.worker.runner import Worker
@@ -70,6 +70,7 @@ def create_app(
     app.include_router(webhooks.router)
     app.include_router(health.router)
     dashboard.install(app)
+    exposure.install(app, settings)
     return app
 
 

@@ -62,7 +62,9 @@ class JobSummary:
         return ", ".join(parts) if parts else f"{self.status}, no tests"
 
     def to_json(self) -> dict[str, Any]:
-        return fields_json(self, {"duration_s": self.duration_s})
+        data = fields_json(self, {"duration_s": self.duration_s})
+        del data["out_dir"]  # a path on the server: read for the log, never shown
+        return data
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 from sqlmodel import Session
 
 from stackbot.db import dashboard_store
+from stackbot.web.exposure import public_error
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,12 @@ def task_counts(session: Session) -> TaskCounts:
     return TaskCounts(
         by_status=counts,
         dead=tuple(
-            {"id": t.id, "kind": t.kind, "attempts": t.attempts, "error": t.last_error or ""}
+            {
+                "id": t.id,
+                "kind": t.kind,
+                "attempts": t.attempts,
+                "error": public_error(t.last_error, t.id),
+            }
             for t in dead
         ),
     )
