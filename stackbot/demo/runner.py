@@ -9,6 +9,7 @@ interrupted (``--once``: exits 0 when every report is posted, non-zero with the 
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from sqlalchemy import make_url
 from sqlmodel import Session, select
 
 from gpu_jobs.executors.pool import detect_gpus
@@ -81,7 +83,9 @@ class DemoStack:
         self.port = self._web.port
         options: dict[str, Any] = {
             "data_dir": self.workdir / "stackbot",
-            "database_url": None,
+            # SQLite in the work directory, unless STACKBOT_DATABASE_URL names another database
+            # (an empty PostgreSQL one: the demo creates the schema there).
+            "database_url": os.environ.get("STACKBOT_DATABASE_URL") or None,
             "webhook_secret": secret,
             "github_api_url": self.github.url,
             "github_app_id": APP_ID,
@@ -102,7 +106,12 @@ class DemoStack:
         self._web.start(create_app(settings, worker=service_registry(settings)))
         self.github.control.configure_webhook(f"{self.url}/webhooks/github", secret)
         self.settings = settings
-        self.say(f"stackbot on {self.url} (SQLite in {settings.data_dir})")
+        where = (
+            f"SQLite in {settings.data_dir}"
+            if settings.database_url is None
+            else f"database {make_url(settings.effective_database_url).render_as_string()}"
+        )
+        self.say(f"stackbot on {self.url} ({where})")
         return settings
 
     def _app_key(self) -> Path:
