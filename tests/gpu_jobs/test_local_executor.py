@@ -159,3 +159,37 @@ def test_bad_specs_are_refused_at_submit_naming_the_field(tmp_path: Path) -> Non
     with pytest.raises(ContractError) as caught:
         four.submit(reference_job("amax-group", "1x4"), tmp_path / "used")
     assert caught.value.field == "out_dir"
+
+
+@pytest.mark.torchrun
+def test_submitting_again_into_the_same_out_dir_adopts_the_run(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    """A submitter that died after starting the job (before or after it wrote the handle
+    down) gets the same run back, never a second copy; a finished one too."""
+    suites = write_suites(tmp_path / "tree")
+    env = marked_env()
+    spec = JobSpec(
+        job_id="again",
+        test_set="throwaway",
+        targets=("test_passing.py",),
+        shape=Shape(1, 2),
+        checkout=str(suites),
+        node_check=False,
+        env=env,
+        timeout_s=300,
+    )
+    out_dir = tmp_path / "again"
+    first = executor.submit(spec, out_dir)
+    # The pool is full (limit 1): only adoption can answer without PoolBusy.
+    assert executor.submit(spec, out_dir) == first
+    # Died between starting the runners and writing the handle: found by their run id.
+    (out_dir / "started.json").unlink()
+    restarted = LocalExecutor(LocalExecutorConfig(state_dir=tmp_path / "pool"))
+    adopted = restarted.submit(spec, out_dir)
+    assert adopted.data["run_id"] == first.data["run_id"]
+    assert adopted.data["pids"] == first.data["pids"]
+    result = wait_for(restarted, adopted, timeout_s=JOB_TIMEOUT_S)
+    assert result.status == "passed", result.message
+    assert restarted.submit(spec, out_dir).data["run_id"] == first.data["run_id"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "pool", "tree"]
