@@ -28,6 +28,11 @@ class PoolBusy(ExecutorError):
     """Not enough free GPUs (or job slots) right now: submit again later."""
 
 
+class StartUnknown(ExecutorError):
+    """Whether an earlier submit of this job started it cannot be told now (the scheduler did
+    not answer): submit again later, and never treat the job as not started."""
+
+
 @dataclass(frozen=True)
 class JobHandle:
     kind: ExecutorKind

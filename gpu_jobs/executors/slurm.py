@@ -20,6 +20,7 @@ from gpu_jobs.executors.base import (
     JobHandle,
     JobState,
     Phase,
+    StartUnknown,
     prepare_out_dir,
     read_spec,
 )
@@ -108,7 +109,11 @@ class SlurmExecutor:
             return JobHandle("slurm", spec.job_id, str(out_dir), recorded)
         if not (out_dir / "job.sbatch").exists():
             return None
-        slurm_id = self.find_submitted(job_name(spec), out_dir)
+        try:
+            slurm_id = self.find_submitted(job_name(spec), out_dir)
+        except ExecutorError as error:  # sbatch may have given it an allocation: never resubmit
+            what = f"whether {spec.job_id} was submitted cannot be told: {error}"
+            raise StartUnknown(what) from None
         return None if slurm_id is None else self._record(spec, out_dir, slurm_id)
 
     def find_submitted(self, name: str, out_dir: Path) -> str | None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from gpu_jobs.executors import Executor, ExecutorError, JobHandle, PoolBusy
+from gpu_jobs.executors import Executor, ExecutorError, JobHandle, PoolBusy, StartUnknown
 from gpu_jobs.spec import ContractError, JobResult
 from gpu_jobs.testsets import TestSet
 from stackbot.config import Settings
@@ -316,6 +316,9 @@ def _submit_one(
             node_check=backend.node_check,
         )
         handle = backend.executor.submit(spec, out_dir)
+    except StartUnknown as error:  # it may run: neither failed nor queued, adopted later
+        log.warning("job %d: cannot tell yet whether it started (%s)", job.id, error)
+        return True
     except PoolBusy:  # nothing started: the job waits for room as a queued one
         with session_scope(engine) as session:
             jobs_store.unmark_starting(session, job_id=job.id)
