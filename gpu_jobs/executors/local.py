@@ -23,11 +23,13 @@ from typing import Any
 
 from gpu_jobs.checkout import default_cache_dir
 from gpu_jobs.executors.base import (
+    SUBMIT_LOCK,
     ExecutorKind,
     JobHandle,
     JobState,
     prepare_out_dir,
     read_spec,
+    submit_lock,
 )
 from gpu_jobs.executors.checks import check_sources
 from gpu_jobs.executors.pool import GpuPool, detect_gpus, process_alive, process_start_time
@@ -41,7 +43,7 @@ _CANCELLED = "cancelled-by-executor"
 _LAUNCH = "launch.json"  # written before any runner starts: the run id they carry
 _STARTED = "started.json"  # written once every runner started: the handle's data
 # What a launch that started no runner may have left behind (node*.stdout opened, empty).
-_BEFORE_LAUNCH = {"spec.json", _LAUNCH}
+_BEFORE_LAUNCH = {"spec.json", _LAUNCH, SUBMIT_LOCK}
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,10 @@ class LocalExecutor:
         self._check_fits(spec)
         check_sources(spec)
         out_dir = out_dir.resolve()
+        with submit_lock(out_dir):
+            return self._submit_once(spec, out_dir)
+
+    def _submit_once(self, spec: JobSpec, out_dir: Path) -> JobHandle:
         adopted = self.adopt(spec, out_dir)
         if adopted is not None:
             return adopted

@@ -23,6 +23,7 @@ from gpu_jobs.executors.base import (
     StartUnknown,
     prepare_out_dir,
     read_spec,
+    submit_lock,
 )
 from gpu_jobs.executors.checks import check_sources
 from gpu_jobs.executors.slurm_script import (
@@ -79,6 +80,10 @@ class SlurmExecutor:
         shared = self.config.shared_dir
         if shared is not None and not out_dir.is_relative_to(shared.resolve()):
             raise ContractError("out_dir", f"{out_dir} is outside the shared directory {shared}")
+        with submit_lock(out_dir):
+            return self._submit_once(spec, out_dir)
+
+    def _submit_once(self, spec: JobSpec, out_dir: Path) -> JobHandle:
         adopted = self.adopt(spec, out_dir)
         if adopted is not None:
             return adopted

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,25 @@ def test_submitting_again_into_the_same_out_dir_adopts_the_run(
     assert result.status == "passed", result.message
     assert restarted.submit(spec, out_dir).data["run_id"] == first.data["run_id"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "pool", "tree"]
+
+
+@pytest.mark.torchrun
+def test_two_submitters_of_one_job_at_once_start_it_once(tmp_path: Path) -> None:
+    """A re-claimed task and the one it was taken from may submit the same job together."""
+    roomy = LocalExecutor(LocalExecutorConfig(state_dir=tmp_path / "pool", max_parallel_jobs=4))
+    suites = write_suites(tmp_path / "tree")
+    spec = JobSpec(
+        job_id="twice",
+        test_set="throwaway",
+        targets=("test_passing.py",),
+        shape=Shape(1, 2),
+        checkout=str(suites),
+        node_check=False,
+        env=marked_env(),
+        timeout_s=300,
+    )
+    with ThreadPoolExecutor(2) as pool:
+        handles = list(pool.map(lambda _: roomy.submit(spec, tmp_path / "twice"), range(2)))
+    assert handles[0] == handles[1]
+    result = wait_for(roomy, handles[0], timeout_s=JOB_TIMEOUT_S)
+    assert result.status == "passed", result.message
