@@ -8,6 +8,7 @@ from gpu_jobs.executors.base import (
     JobHandle,
     JobState,
     PoolBusy,
+    StartUnknown,
     wait_for,
 )
 from gpu_jobs.executors.local import LocalExecutor, LocalExecutorConfig
@@ -37,6 +38,7 @@ __all__ = [
     "PoolBusy",
     "SlurmExecutor",
     "SlurmExecutorConfig",
+    "StartUnknown",
     "executor_for",
     "make_executor",
     "wait_for",

@@ -6,9 +6,11 @@ worker can resume polling a job it submitted before.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -26,6 +28,11 @@ class ExecutorError(Exception):
 
 class PoolBusy(ExecutorError):
     """Not enough free GPUs (or job slots) right now: submit again later."""
+
+
+class StartUnknown(ExecutorError):
+    """Whether an earlier submit of this job started it cannot be told now (the scheduler did
+    not answer): submit again later, and never treat the job as not started."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +117,27 @@ def read_spec(out_dir: Path) -> JobSpec:
         raise ExecutorError(f"{out_dir}/spec.json cannot be read: {exc.strerror}") from None
 
 
+SUBMIT_LOCK = ".submit.lock"
+
+
+@contextmanager
+def submit_lock(out_dir: Path) -> Iterator[None]:
+    """Held while a job is submitted into ``out_dir`` (or adopted there): two submitters of
+    one job (a re-claimed task and the one it was taken from) never both start it."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / SUBMIT_LOCK).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def prepare_out_dir(out_dir: Path) -> Path:
-    """A fresh output directory: a job never lands on top of another's files."""
+    """A fresh output directory: a job never lands on top of another's files (its submit lock
+    aside)."""
     out_dir = out_dir.resolve()
-    if out_dir.exists() and any(out_dir.iterdir()):
+    if out_dir.exists() and any(p.name != SUBMIT_LOCK for p in out_dir.iterdir()):
         raise ContractError("out_dir", f"{out_dir} is not empty; give each job its own directory")
     out_dir.mkdir(parents=True, exist_ok=True)
     return out_dir

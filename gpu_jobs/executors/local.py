@@ -9,6 +9,7 @@ detached from the submitting process, so a restarted worker polls them by pid an
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -18,14 +19,17 @@ import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from gpu_jobs.checkout import default_cache_dir
 from gpu_jobs.executors.base import (
+    SUBMIT_LOCK,
     ExecutorKind,
     JobHandle,
     JobState,
     prepare_out_dir,
     read_spec,
+    submit_lock,
 )
 from gpu_jobs.executors.checks import check_sources
 from gpu_jobs.executors.pool import GpuPool, detect_gpus, process_alive, process_start_time
@@ -36,6 +40,10 @@ from gpu_jobs.verdict import result_from_out_dir
 
 CANCEL_GRACE_S = 20.0
 _CANCELLED = "cancelled-by-executor"
+_LAUNCH = "launch.json"  # written before any runner starts: the run id they carry
+_STARTED = "started.json"  # written once every runner started: the handle's data
+# What a launch that started no runner may have left behind (node*.stdout opened, empty).
+_BEFORE_LAUNCH = {"spec.json", _LAUNCH, SUBMIT_LOCK}
 
 
 @dataclass(frozen=True)
@@ -68,15 +76,41 @@ class LocalExecutor:
     # -- the interface -------------------------------------------------------------------------
 
     def submit(self, spec: JobSpec, out_dir: Path) -> JobHandle:
+        """Start the job in ``out_dir``, or adopt the one already started there.
+
+        Idempotent for one ``out_dir``: ``launch.json`` (the run id the runners carry) is
+        written before any runner starts and ``started.json`` (the handle's data) once they
+        all have, so a caller that died after starting the job and before recording the handle
+        gets the same run back by submitting again, never a second copy (see :meth:`adopt`).
+        """
         self._check_fits(spec)
         check_sources(spec)
-        out_dir = prepare_out_dir(out_dir)
+        out_dir = out_dir.resolve()
+        with submit_lock(out_dir):
+            return self._submit_once(spec, out_dir)
+
+    def _submit_once(self, spec: JobSpec, out_dir: Path) -> JobHandle:
+        adopted = self.adopt(spec, out_dir)
+        if adopted is not None:
+            return adopted
         if self.cpu_only:
             spec = replace(spec, launcher=replace(spec.launcher, device="cpu"))
-        write_atomic(out_dir / "spec.json", spec.to_json())
         nodes, per_node = spec.shape.nodes, spec.shape.gpus_per_node
         allocation = self.pool.allocate(spec.job_id, spec.shape.world_size, 2 if nodes > 1 else 0)
         run_id = uuid.uuid4().hex[:12]
+        try:
+            out_dir = _prepare_launch_dir(out_dir)
+            write_atomic(out_dir / "spec.json", spec.to_json())
+            launch = {
+                "run_id": run_id,
+                "slots": list(allocation.slots),
+                "ports": list(allocation.ports),
+                "submitted_at": _now(),
+            }
+            write_atomic(out_dir / _LAUNCH, json.dumps(launch, sort_keys=True))
+        except BaseException:
+            self.pool.release(spec.job_id)
+            raise
         pids = []
         try:
             for node in range(nodes):
@@ -88,7 +122,46 @@ class LocalExecutor:
             raise ContractError("python", f"cannot start the runner: {exc}") from None
         self.pool.record_pids(spec.job_id, pids)
         data = {"pids": [list(p) for p in pids], "slots": list(allocation.slots), "run_id": run_id}
-        data["submitted_at"] = _now()
+        data["submitted_at"] = launch["submitted_at"]
+        write_atomic(out_dir / _STARTED, json.dumps(data, sort_keys=True))
+        return JobHandle("local", spec.job_id, str(out_dir), data)
+
+    def adopt(self, spec: JobSpec, out_dir: Path) -> JobHandle | None:
+        """The handle of the run already started in ``out_dir`` (running or finished), or None
+        when nothing was started there.
+
+        ``started.json`` answers at once. ``launch.json`` alone means the submitter died while
+        starting the runners: those alive (found by the run id on their command line) are
+        adopted and held in the pool again; a run that left output but no live runner is
+        adopted as it is (poll says finished, collect reads what it left). Only a launch that
+        left nothing is started again.
+        """
+        out_dir = out_dir.resolve()
+        started = _read_json(out_dir / _STARTED)
+        if started is not None:
+            return JobHandle("local", spec.job_id, str(out_dir), started)
+        launch = _read_json(out_dir / _LAUNCH)
+        if launch is None:
+            return None
+        run_id = str(launch.get("run_id", ""))
+        pids = _runners_of(run_id) if run_id else []
+        if not pids and not _left_output(out_dir, spec.shape.nodes):
+            return None
+        if pids:
+            self.pool.hold(
+                spec.job_id,
+                tuple(int(s) for s in launch.get("slots", [])),
+                tuple(int(p) for p in launch.get("ports", [])),
+                pids,
+            )
+        data = {
+            "pids": [list(p) for p in pids],
+            "slots": list(launch.get("slots", [])),
+            "run_id": run_id,
+            "submitted_at": launch.get("submitted_at"),
+            "adopted": True,
+        }
+        write_atomic(out_dir / _STARTED, json.dumps(data, sort_keys=True))
         return JobHandle("local", spec.job_id, str(out_dir), data)
 
     def poll(self, handle: JobHandle) -> JobState:
@@ -193,6 +266,61 @@ class LocalExecutor:
         if child is not None and child.poll() is not None:
             self._children.pop(pid)  # reaped: no zombie left behind
         return process_alive(pid, start)
+
+
+def _prepare_launch_dir(out_dir: Path) -> Path:
+    """A fresh directory, or one where an earlier launch of this job started nothing."""
+    if out_dir.is_dir():
+        names = {p.name for p in out_dir.iterdir()}
+        leftovers = {n for n in names if n not in _BEFORE_LAUNCH and not _empty_stdout(out_dir, n)}
+        if names and not leftovers:
+            return out_dir
+    return prepare_out_dir(out_dir)
+
+
+def _empty_stdout(out_dir: Path, name: str) -> bool:
+    if not (name.startswith("node") and name.endswith(".stdout")):
+        return False
+    try:
+        return (out_dir / name).stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _left_output(out_dir: Path, nodes: int) -> bool:
+    """Whether a runner of this out_dir ever ran: a result, a node report or any output."""
+    if (out_dir / "result.json").exists() or any(read_reports(out_dir, nodes).values()):
+        return True
+    return any(not _empty_stdout(out_dir, p.name) for p in out_dir.glob("node*.stdout"))
+
+
+def _runners_of(run_id: str) -> list[tuple[int, int]]:
+    """Live ``gpu_jobs run`` processes carrying ``--run-id run_id`` (pid, start time)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"gpu_jobs" not in argv or b"--run-id" not in argv:
+            continue
+        at = argv.index(b"--run-id")
+        if at + 1 < len(argv) and argv[at + 1] == run_id.encode():
+            pid = int(proc.name)
+            start = process_start_time(pid)
+            if start is not None and process_alive(pid, start):
+                found.append((pid, start))
+    return sorted(found)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _scrubbed_environ() -> dict[str, str]:

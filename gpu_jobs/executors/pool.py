@@ -94,6 +94,18 @@ class GpuPool:
                 a = held[job_id]
                 held[job_id] = Allocation(a.job_id, a.slots, a.ports, tuple(pids))
 
+    def hold(
+        self,
+        job_id: str,
+        slots: tuple[int, ...],
+        ports: tuple[int, ...],
+        pids: list[tuple[int, int]],
+    ) -> None:
+        """Hold what adopted runners of ``job_id`` use (their submitter died before recording
+        them), whatever the limits: they run already."""
+        with self._locked() as held:
+            held[job_id] = Allocation(job_id, slots, ports, tuple(pids))
+
     def release(self, job_id: str) -> None:
         with self._locked() as held:
             held.pop(job_id, None)

@@ -7,6 +7,7 @@ from the runner's ``result.json``; Slurm's own state decides when the runner cou
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from dataclasses import replace
@@ -19,12 +20,15 @@ from gpu_jobs.executors.base import (
     JobHandle,
     JobState,
     Phase,
+    StartUnknown,
     prepare_out_dir,
     read_spec,
+    submit_lock,
 )
 from gpu_jobs.executors.checks import check_sources
 from gpu_jobs.executors.slurm_script import (
     SlurmExecutorConfig,
+    job_name,
     render_node_script,
     render_sbatch,
 )
@@ -33,6 +37,8 @@ from gpu_jobs.spec import ContractError, JobResult, JobSpec, JobStatus
 from gpu_jobs.verdict import result_from_out_dir
 
 COMMAND_TIMEOUT_S = 60.0
+_SACCT_FIELDS = "JobID,JobName,WorkDir"
+_SUBMITTED = "slurm.json"  # the Slurm id sbatch answered: a resubmit adopts it
 _QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SUSPENDED"}
 _RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING"}
 # Slurm's end states whose word beats whatever the runner managed to write.
@@ -61,15 +67,31 @@ class SlurmExecutor:
     # -- the interface -------------------------------------------------------------------------
 
     def submit(self, spec: JobSpec, out_dir: Path) -> JobHandle:
+        """sbatch the job, or adopt the allocation an earlier submit of it got.
+
+        Idempotent for one ``out_dir`` (a second sbatch is a second allocation): ``job.sbatch``
+        is written before sbatch runs and ``slurm.json`` (the Slurm id) once it answered. A
+        retry finding ``slurm.json`` adopts that job; finding only ``job.sbatch`` (the caller
+        died while sbatch ran) it asks Slurm for a job of this job's unique name whose working
+        directory is ``out_dir`` (:meth:`find_submitted`) before submitting again.
+        """
         check_sources(spec)
         out_dir = out_dir.resolve()
         shared = self.config.shared_dir
         if shared is not None and not out_dir.is_relative_to(shared.resolve()):
             raise ContractError("out_dir", f"{out_dir} is outside the shared directory {shared}")
-        out_dir = prepare_out_dir(out_dir)
+        with submit_lock(out_dir):
+            return self._submit_once(spec, out_dir)
+
+    def _submit_once(self, spec: JobSpec, out_dir: Path) -> JobHandle:
+        adopted = self.adopt(spec, out_dir)
+        if adopted is not None:
+            return adopted
+        if not (out_dir / "job.sbatch").exists():  # else: an earlier sbatch got nothing
+            out_dir = prepare_out_dir(out_dir)
         write_atomic(out_dir / "spec.json", spec.to_json())
         (out_dir / "node.sh").write_text(render_node_script(spec, self.config, out_dir))
-        (out_dir / "job.sbatch").write_text(render_sbatch(spec, self.config, out_dir))
+        write_atomic(out_dir / "job.sbatch", render_sbatch(spec, self.config, out_dir))
         done = self._slurm(["sbatch", "--parsable", str(out_dir / "job.sbatch")], cwd=out_dir)
         if done.returncode != 0:
             message = done.stderr.strip() or done.stdout.strip()
@@ -79,7 +101,50 @@ class SlurmExecutor:
         slurm_id = done.stdout.strip().split(";")[0]
         if not slurm_id.isdigit():
             raise ExecutorError(f"sbatch answered {done.stdout.strip()!r}, not a job id")
+        return self._record(spec, out_dir, slurm_id)
+
+    def adopt(self, spec: JobSpec, out_dir: Path) -> JobHandle | None:
+        """The handle of the Slurm job an earlier submit into ``out_dir`` got, or None."""
+        out_dir = out_dir.resolve()
+        try:
+            recorded = json.loads((out_dir / _SUBMITTED).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            recorded = None
+        if isinstance(recorded, dict) and str(recorded.get("slurm_job_id", "")).isdigit():
+            return JobHandle("slurm", spec.job_id, str(out_dir), recorded)
+        if not (out_dir / "job.sbatch").exists():
+            return None
+        try:
+            slurm_id = self.find_submitted(job_name(spec), out_dir)
+        except ExecutorError as error:  # sbatch may have given it an allocation: never resubmit
+            what = f"whether {spec.job_id} was submitted cannot be told: {error}"
+            raise StartUnknown(what) from None
+        return None if slurm_id is None else self._record(spec, out_dir, slurm_id)
+
+    def find_submitted(self, name: str, out_dir: Path) -> str | None:
+        """The id of the job named ``name`` submitted from ``out_dir`` that Slurm still knows
+        (``scontrol show job``: queued, running and recently ended jobs), else the one
+        accounting remembers (``sacct``, when accounting is enabled)."""
+        shown = self._slurm(["scontrol", "-o", "show", "job"])
+        _refuse_silence(shown, "scontrol")
+        found = jobs_named(shown.stdout, name, out_dir) if shown.returncode == 0 else []
+        if found:
+            return found[-1]
+        accounted = self._slurm(
+            ["sacct", "-X", "-n", "-P", "-S", "2000-01-01", "--name", name, "-o", _SACCT_FIELDS]
+        )
+        if accounted.returncode != 0:
+            return None
+        for line in reversed(accounted.stdout.splitlines()):
+            parts = line.split("|")
+            ours = len(parts) >= 3 and parts[0].isdigit() and parts[1] == name
+            if ours and _same_dir(parts[2], out_dir):
+                return parts[0]
+        return None
+
+    def _record(self, spec: JobSpec, out_dir: Path, slurm_id: str) -> JobHandle:
         data = {"slurm_job_id": slurm_id, "submitted_at": _now()}
+        write_atomic(out_dir / _SUBMITTED, json.dumps(data, sort_keys=True))
         return JobHandle("slurm", spec.job_id, str(out_dir), data)
 
     def poll(self, handle: JobHandle) -> JobState:
@@ -188,6 +253,22 @@ class SlurmExecutor:
             raise ExecutorError(
                 f"{argv[0]} did not answer within {COMMAND_TIMEOUT_S:.0f}s"
             ) from None
+
+
+def jobs_named(scontrol_output: str, name: str, out_dir: Path) -> list[str]:
+    """Ids, oldest first, of the jobs in ``scontrol -o show job`` output (one job a line)
+    named ``name`` whose working directory is ``out_dir``."""
+    found = []
+    for line in scontrol_output.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        named = fields.get("JobName") == name and fields.get("JobId", "").isdigit()
+        if named and _same_dir(fields.get("WorkDir", ""), out_dir):
+            found.append(fields["JobId"])
+    return sorted(found, key=int)
+
+
+def _same_dir(text: str, out_dir: Path) -> bool:
+    return bool(text) and Path(text).resolve() == out_dir.resolve()
 
 
 def _refuse_silence(done: subprocess.CompletedProcess[str], command: str) -> None:

@@ -48,12 +48,18 @@ def _hhmm(minutes: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:00"
 
 
+def job_name(spec: JobSpec) -> str:
+    """The job's Slurm name (``--job-name``): unique per gpu_jobs job id, so a
+    resubmit can find the allocation an earlier sbatch of the job got."""
+    return "gpu_jobs-" + spec.job_id
+
+
 def render_sbatch(spec: JobSpec, config: SlurmExecutorConfig, out_dir: Path) -> str:
     shape = spec.shape
     q = shlex.quote
     lines = [
         "#!/bin/bash",
-        f"#SBATCH --job-name={q('gpu_jobs-' + spec.job_id)}",
+        f"#SBATCH --job-name={q(job_name(spec))}",
         f"#SBATCH --nodes={shape.nodes}",
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --gpus-per-node={shape.gpus_per_node}",

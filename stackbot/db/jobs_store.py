@@ -6,10 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from stackbot.db.models import IntegrationRun, Job, TestResult
-from stackbot.db.models.jobs import FINISHED_STATES, IN_FLIGHT_STATES, NOT_REUSABLE_STATES
+from stackbot.db.models._columns import utcnow
+from stackbot.db.models.jobs import (
+    FINISHED_STATES,
+    IN_FLIGHT_STATES,
+    NOT_REUSABLE_STATES,
+    STARTING,
+)
 from stackbot.domain.integration import RunKind
 
 
@@ -99,6 +106,50 @@ def queued_originals(session: Session) -> list[Job]:
             .order_by(col(Job.id))
         )
     )
+
+
+def starting_jobs(session: Session) -> list[Job]:
+    """Jobs whose start was intended and whose handle is not stored yet, oldest first."""
+    return list(session.exec(select(Job).where(Job.status == STARTING).order_by(col(Job.id))))
+
+
+def mark_starting(session: Session, *, job_id: int, executor: str, out_dir: str) -> bool:
+    """``queued`` → ``starting`` with the out_dir the executor will use; False when the job
+    is no longer queued (another pass took it)."""
+    done = session.execute(
+        update(Job)
+        .where(col(Job.id) == job_id, col(Job.status) == "queued")
+        .values(status=STARTING, executor=executor, out_dir=out_dir)
+    )
+    return bool(done.rowcount)  # type: ignore[attr-defined]
+
+
+def unmark_starting(session: Session, *, job_id: int) -> None:
+    """``starting`` → ``queued``: the executor started nothing (no room)."""
+    session.execute(
+        update(Job)
+        .where(col(Job.id) == job_id, col(Job.status) == STARTING)
+        .values(status="queued")
+    )
+
+
+def record_handle(
+    session: Session, *, job_id: int, executor: str, external_id: str, out_dir: str
+) -> bool:
+    """``starting`` → ``submitted`` with the executor's handle, in one statement; False when
+    the job was not starting (a stale pass: the handle is already stored)."""
+    done = session.execute(
+        update(Job)
+        .where(col(Job.id) == job_id, col(Job.status) == STARTING)
+        .values(
+            status="submitted",
+            executor=executor,
+            external_id=external_id,
+            out_dir=out_dir,
+            submitted_at=utcnow(),
+        )
+    )
+    return bool(done.rowcount)  # type: ignore[attr-defined]
 
 
 def count_unfinished(session: Session) -> int:

@@ -255,7 +255,12 @@ def _test_block(
     return "\n".join(lines + details)
 
 
-_RUNNING = {"queued": "queued", "submitted": "queued", "running": "running"}
+_RUNNING = {
+    "queued": "queued",
+    "starting": "queued",
+    "submitted": "queued",
+    "running": "running",
+}
 
 
 def test_line(row: TestRow) -> str:

@@ -7,6 +7,14 @@ rows, and "reused from run N" can be said. Identical trees are never tested twic
 
 Jobs are submitted by the ``poll_jobs`` task, not where they are created: a local host has a
 small pool of GPUs (or CPU rank slots), and the executor answers ``PoolBusy`` until one frees.
+
+Starting a job is idempotent. The intent (``starting``, with the job's one out_dir ``job-N``)
+is committed before the executor is asked; the executor's submit is idempotent for an out_dir
+(the local executor finds the runners it started there, the Slurm one the allocation sbatch
+gave, by the job's unique name); the handle is stored in one conditional update after. A pass
+that dies anywhere in between (an exception, a SIGKILL, a re-claimed task) leaves the job
+``starting``, and the next pass submits it again into the same out_dir, which adopts the run
+already going (or finished) instead of starting a second one.
 """
 
 from __future__ import annotations
@@ -14,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +30,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from gpu_jobs.executors import Executor, ExecutorError, JobHandle, PoolBusy
+from gpu_jobs.executors import Executor, ExecutorError, JobHandle, PoolBusy, StartUnknown
 from gpu_jobs.spec import ContractError, JobResult
 from gpu_jobs.testsets import TestSet
 from stackbot.config import Settings
@@ -32,6 +39,7 @@ from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, Job, TestResult
 from stackbot.db.models._columns import utcnow
 from stackbot.db.models.jobs import FINISHED_STATES as FINISHED
+from stackbot.db.models.jobs import STARTING
 
 log = logging.getLogger(__name__)
 
@@ -198,11 +206,13 @@ def advance_jobs(engine: Engine, backend: JobBackend, *, repo_url_of: dict[int, 
     advance = Advance()
     with Session(engine) as session:
         in_flight = jobs_store.in_flight_jobs(session)
+        starting = jobs_store.starting_jobs(session)
         queued = jobs_store.queued_originals(session)
         session.expunge_all()
     for job in in_flight:
         _poll_one(engine, backend.executor, job, advance)
-    for job in queued:
+    # Jobs an earlier pass began to start: adopted first (they may run already).
+    for job in [*starting, *queued]:
         if not _submit_one(engine, backend, job, repo_url_of, advance):
             break
     with Session(engine) as session:
@@ -282,14 +292,21 @@ def _submit_one(
     repo_url_of: dict[int, str],
     advance: Advance,
 ) -> bool:
-    """Submit one queued job; False when the executor has no room (stop submitting)."""
+    """Start one queued job, or adopt one an earlier pass began to start; False when the
+    executor has no room (stop submitting)."""
     assert job.id is not None
     test_set = backend.test_sets.get(job.test_set)
     if test_set is None:
         _fail(engine, job.id, "error", f"test set {job.test_set!r} is no longer configured")
         return True
-    out_dir = _fresh_out_dir(backend.jobs_dir, job.id)
-    created = not out_dir.exists()
+    out_dir = job_out_dir(backend.jobs_dir, job.id)
+    if job.status != STARTING:
+        with session_scope(engine) as session:
+            intended = jobs_store.mark_starting(
+                session, job_id=job.id, executor=backend.executor.kind, out_dir=str(out_dir)
+            )
+        if not intended:
+            return True
     try:
         spec = test_set.job_spec(
             job_id=f"stackbot-job-{job.id}",
@@ -299,9 +316,12 @@ def _submit_one(
             node_check=backend.node_check,
         )
         handle = backend.executor.submit(spec, out_dir)
-    except PoolBusy:
-        if created:  # the executor wrote the spec before finding no room: try again later
-            shutil.rmtree(out_dir, ignore_errors=True)
+    except StartUnknown as error:  # it may run: neither failed nor queued, adopted later
+        log.warning("job %d: cannot tell yet whether it started (%s)", job.id, error)
+        return True
+    except PoolBusy:  # nothing started: the job waits for room as a queued one
+        with session_scope(engine) as session:
+            jobs_store.unmark_starting(session, job_id=job.id)
         return False
     except ContractError as error:
         _fail(engine, job.id, "error", f"bad job: {error}")
@@ -310,16 +330,16 @@ def _submit_one(
         _fail(engine, job.id, "infra", f"the executor refused the job: {error}")
         return True
     with session_scope(engine) as session:
-        row = jobs_store.get_job(session, job_id=job.id)
-        assert row is not None
-        row.status = "submitted"
-        row.executor = handle.kind
-        row.external_id = handle.to_str()
-        row.out_dir = str(out_dir)
-        row.submitted_at = utcnow()
-        session.add(row)
-    advance.submitted.append(job.id)
-    log.info("job %d (%s %s) submitted to %s", job.id, job.test_set, job.shape, handle.kind)
+        stored = jobs_store.record_handle(
+            session,
+            job_id=job.id,
+            executor=handle.kind,
+            external_id=handle.to_str(),
+            out_dir=handle.out_dir,
+        )
+    if stored:
+        advance.submitted.append(job.id)
+        log.info("job %d (%s %s) submitted to %s", job.id, job.test_set, job.shape, handle.kind)
     return True
 
 
@@ -333,15 +353,10 @@ def _fail(engine: Engine, job_id: int, status: str, message: str) -> None:
         session.add(row)
 
 
-def _fresh_out_dir(jobs_dir: Path, job_id: int) -> Path:
-    """``job-N``, or ``job-N.rK`` when an earlier attempt left files there (a crash between
-    submitting and recording the handle)."""
-    candidate = jobs_dir / f"job-{job_id}"
-    attempt = 1
-    while candidate.exists() and any(candidate.iterdir()):
-        candidate = jobs_dir / f"job-{job_id}.r{attempt}"
-        attempt += 1
-    return candidate
+def job_out_dir(jobs_dir: Path, job_id: int) -> Path:
+    """``job-N``: one directory per job, whatever the number of attempts to start it (the
+    executor adopts what an earlier attempt started there)."""
+    return jobs_dir / f"job-{job_id}"
 
 
 def _parse_time(value: str | None) -> datetime | None:

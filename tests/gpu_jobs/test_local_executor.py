@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,59 @@ def test_bad_specs_are_refused_at_submit_naming_the_field(tmp_path: Path) -> Non
     with pytest.raises(ContractError) as caught:
         four.submit(reference_job("amax-group", "1x4"), tmp_path / "used")
     assert caught.value.field == "out_dir"
+
+
+@pytest.mark.torchrun
+def test_submitting_again_into_the_same_out_dir_adopts_the_run(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    """A submitter that died after starting the job (before or after it wrote the handle
+    down) gets the same run back, never a second copy; a finished one too."""
+    suites = write_suites(tmp_path / "tree")
+    env = marked_env()
+    spec = JobSpec(
+        job_id="again",
+        test_set="throwaway",
+        targets=("test_passing.py",),
+        shape=Shape(1, 2),
+        checkout=str(suites),
+        node_check=False,
+        env=env,
+        timeout_s=300,
+    )
+    out_dir = tmp_path / "again"
+    first = executor.submit(spec, out_dir)
+    # The pool is full (limit 1): only adoption can answer without PoolBusy.
+    assert executor.submit(spec, out_dir) == first
+    # Died between starting the runners and writing the handle: found by their run id.
+    (out_dir / "started.json").unlink()
+    restarted = LocalExecutor(LocalExecutorConfig(state_dir=tmp_path / "pool"))
+    adopted = restarted.submit(spec, out_dir)
+    assert adopted.data["run_id"] == first.data["run_id"]
+    assert adopted.data["pids"] == first.data["pids"]
+    result = wait_for(restarted, adopted, timeout_s=JOB_TIMEOUT_S)
+    assert result.status == "passed", result.message
+    assert restarted.submit(spec, out_dir).data["run_id"] == first.data["run_id"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "pool", "tree"]
+
+
+@pytest.mark.torchrun
+def test_two_submitters_of_one_job_at_once_start_it_once(tmp_path: Path) -> None:
+    """A re-claimed task and the one it was taken from may submit the same job together."""
+    roomy = LocalExecutor(LocalExecutorConfig(state_dir=tmp_path / "pool", max_parallel_jobs=4))
+    suites = write_suites(tmp_path / "tree")
+    spec = JobSpec(
+        job_id="twice",
+        test_set="throwaway",
+        targets=("test_passing.py",),
+        shape=Shape(1, 2),
+        checkout=str(suites),
+        node_check=False,
+        env=marked_env(),
+        timeout_s=300,
+    )
+    with ThreadPoolExecutor(2) as pool:
+        handles = list(pool.map(lambda _: roomy.submit(spec, tmp_path / "twice"), range(2)))
+    assert handles[0] == handles[1]
+    result = wait_for(roomy, handles[0], timeout_s=JOB_TIMEOUT_S)
+    assert result.status == "passed", result.message

@@ -148,3 +148,25 @@ def _assert_gone(env: dict[str, str]) -> None:
     while processes_with(env) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert processes_with(env) == []
+
+
+def test_submitting_again_adopts_the_allocation_instead_of_a_second_sbatch(shared: Path) -> None:
+    """A submitter that died after sbatch (before or after it wrote the id down) gets the same
+    Slurm job back: a second sbatch would be a second allocation."""
+    executor = executor_for(shared)
+    spec = throwaway_job(shared, "again", "test_passing.py")
+    out_dir = shared / "again"
+    first = executor.submit(spec, out_dir)
+    assert executor.submit(spec, out_dir) == first
+    # Died while sbatch answered: found by the job's name and working directory.
+    (out_dir / "slurm.json").unlink()
+    adopted = executor.submit(spec, out_dir)
+    assert adopted.data["slurm_job_id"] == first.data["slurm_job_id"]
+    result = wait_for(executor, adopted, timeout_s=200)
+    assert result.status == "passed", result.message
+    (out_dir / "slurm.json").unlink()  # finished, still known to the controller
+    assert executor.submit(spec, out_dir).data["slurm_job_id"] == first.data["slurm_job_id"]
+    assert [p.name for p in out_dir.glob("slurm-*.out")] == [
+        f"slurm-{first.data['slurm_job_id']}.out"
+    ]
+    assert executor.find_submitted("gpu_jobs-again", out_dir) == first.data["slurm_job_id"]

@@ -10,7 +10,11 @@ from sqlmodel import Field, SQLModel
 
 from stackbot.db.models._columns import json_column, text_column, time_column, utcnow
 
-# A job's status: queued → submitted → running → one of FINISHED_STATES.
+# A job's status: queued → starting → submitted → running → one of FINISHED_STATES.
+# ``starting`` is the intent, committed before the executor is asked to start anything: a job
+# found ``starting`` may already run, so it is adopted (the executor's submit is idempotent for
+# its out_dir), never started afresh.
+STARTING = "starting"
 FINISHED_STATES = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
 IN_FLIGHT_STATES = frozenset({"submitted", "running"})
 # Outcomes that say nothing about the tree: never reused, so the next run tries again.
@@ -36,10 +40,12 @@ class Job(SQLModel, table=True):
     # sha256 of the job configuration (targets, shape, env, image): results are reusable
     # across integrations with the same tree and the same configuration.
     config_hash: str = Field(max_length=64)
-    # queued | submitted | running | passed | failed | error | timeout | infra | cancelled
+    # queued | starting | submitted | running | passed | failed | error | timeout | infra | cancelled
     status: str = Field(default="queued", max_length=20, index=True)
     executor: str = Field(default="local", max_length=20)
-    external_id: str | None = Field(default=None, max_length=100)  # Slurm job id or pid
+    # The executor's handle (``JobHandle.to_str()``: JSON naming the out_dir, pids or the Slurm
+    # id). Unbounded text: a local handle is ~190 characters and grows with the path.
+    external_id: str | None = Field(default=None, sa_column=text_column())
     node: str | None = Field(default=None, max_length=200)
     out_dir: str | None = Field(default=None, max_length=1000)
     reused_from_job_id: int | None = Field(default=None, foreign_key="jobs.id")
