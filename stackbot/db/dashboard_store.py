@@ -20,14 +20,12 @@ from stackbot.db.models import (
     Approval,
     DependencyEdge,
     IntegrationRun,
-    IntegrationStep,
     Job,
     PullRequest,
     Repository,
     Series,
     SeriesMember,
     Task,
-    TestResult,
 )
 from stackbot.domain.integration import RunKind
 
@@ -160,10 +158,6 @@ def child_edges(session: Session, *, repo_id: int, number: int) -> Sequence[Depe
 # -- integration runs -------------------------------------------------------------------------
 
 
-def get_run(session: Session, *, run_id: int) -> IntegrationRun | None:
-    return session.get(IntegrationRun, run_id)
-
-
 def latest_series_runs(session: Session, *, keys: Collection[str]) -> Sequence[IntegrationRun]:
     """The newest series run of each (repository, series key) among ``keys``."""
     newest = (
@@ -214,15 +208,6 @@ def runs_targeting(
     ).all()
 
 
-def steps_of_run(session: Session, *, run_id: int) -> Sequence[IntegrationStep]:
-    """A run's steps by position, as stored."""
-    return session.exec(
-        select(IntegrationStep)
-        .where(IntegrationStep.run_id == run_id)
-        .order_by(col(IntegrationStep.position))
-    ).all()
-
-
 # -- jobs -------------------------------------------------------------------------------------
 
 # What a job summary needs: everything but the (large) result JSON.
@@ -266,19 +251,8 @@ def baseline_job_rows(session: Session, *, commit_shas: Collection[str]) -> Sequ
     ).all()
 
 
-def get_job(session: Session, *, job_id: int) -> Job | None:
-    return session.get(Job, job_id)
-
-
 def newest_jobs(session: Session, *, limit: int) -> Sequence[Job]:
     return session.exec(select(Job).order_by(col(Job.id).desc()).limit(limit)).all()
-
-
-def results_of_job(session: Session, *, job_id: int) -> Sequence[TestResult]:
-    """A job's per-test results by node id."""
-    return session.exec(
-        select(TestResult).where(TestResult.job_id == job_id).order_by(col(TestResult.nodeid))
-    ).all()
 
 
 # -- tasks and changes ------------------------------------------------------------------------

@@ -163,7 +163,12 @@ def add_test_results(session: Session, *, results: Iterable[TestResult]) -> None
 
 
 def results_of_job(session: Session, *, job_id: int) -> list[TestResult]:
-    return list(session.exec(select(TestResult).where(TestResult.job_id == job_id)))
+    """A job's per-test results by node id."""
+    return list(
+        session.exec(
+            select(TestResult).where(TestResult.job_id == job_id).order_by(col(TestResult.nodeid))
+        )
+    )
 
 
 def runs_of_jobs(session: Session, *, jobs: Sequence[Job]) -> list[IntegrationRun]:

@@ -28,6 +28,7 @@ from stackbot.db.models import (
     Job,
     PullRequest,
 )
+from stackbot.db.models.jobs import FINISHED_STATES
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.domain.integration import RunKind
 from stackbot.domain.report import (
@@ -42,8 +43,6 @@ from stackbot.domain.report import (
     TestRow,
 )
 from stackbot.errors import BadInput
-
-FINISHED = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
 
 
 @dataclass(frozen=True)
@@ -273,7 +272,7 @@ def _baselines(session: Session, run: IntegrationRun) -> dict[tuple[str, str], J
 
 def _row(session: Session, job: Job, baseline: Job | None, base_url: str) -> TestRow:
     comparison = None
-    if job.status in FINISHED:
+    if job.status in FINISHED_STATES:
         here = _outcomes(session, job)
         if here is not None:
             main = _outcomes(session, baseline) if baseline is not None else None

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
+from gpu_jobs.result import JOB_STATUSES
 from stackbot.db.models._columns import json_column, text_column, time_column, utcnow
 
 # A job's status: queued → starting → submitted → running → one of FINISHED_STATES.
@@ -15,7 +16,7 @@ from stackbot.db.models._columns import json_column, text_column, time_column, u
 # found ``starting`` may already run, so it is adopted (the executor's submit is idempotent for
 # its out_dir), never started afresh.
 STARTING = "starting"
-FINISHED_STATES = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
+FINISHED_STATES = frozenset(JOB_STATUSES)  # every status a job result can have
 IN_FLIGHT_STATES = frozenset({"submitted", "running"})
 # Outcomes that say nothing about the tree: never reused, so the next run tries again.
 NOT_REUSABLE_STATES = frozenset({"infra", "cancelled"})

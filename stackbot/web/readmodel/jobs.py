@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from stackbot.db import dashboard_store
+from stackbot.db import dashboard_store, jobs_store
 from stackbot.db.models import TestResult
 from stackbot.web.joblogs import read_log
 from stackbot.web.readmodel.summaries import FINISHED_JOB_STATES, JobSummary, job_summary
@@ -40,12 +40,12 @@ class JobDetail:
 
 
 def job_detail(session: Session, job_id: int) -> JobDetail | None:
-    job = dashboard_store.get_job(session, job_id=job_id)
+    job = jobs_store.get_job(session, job_id=job_id)
     if job is None:
         return None
     source = job.reused_from_job_id or job_id
-    tests = dashboard_store.results_of_job(session, job_id=source)
-    original = dashboard_store.get_job(session, job_id=source)
+    tests = jobs_store.results_of_job(session, job_id=source)
+    original = jobs_store.get_job(session, job_id=source)
     log = read_log(original.out_dir if original else job.out_dir)
     return JobDetail(job_summary(job), job.result, tuple(tests), log)
 

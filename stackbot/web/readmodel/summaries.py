@@ -8,8 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from stackbot.db.models import IntegrationRun, IntegrationStep
+from stackbot.db.models.jobs import FINISHED_STATES
 
-FINISHED_JOB_STATES = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
+FINISHED_JOB_STATES = FINISHED_STATES
 
 
 @dataclass(frozen=True)
