@@ -309,7 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, times in rows.items():
         if name != "checker":
             median = statistics.median(times)
-            print(f"stackbot {name}: {median:.3f}s = {median / base:.2f}x the checker")
+            print(
+                f"stackbot {name}: {median:.3f}s = {median / base:.3f}x the checker "
+                f"({base / median:.1f}x faster)"
+            )
     worst_cold = max(
         statistics.median(rows[f"cold {g.value}, {processes} process(es)"]) for g in Generation
     )
