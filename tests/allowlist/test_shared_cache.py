@@ -7,15 +7,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stackbot.domain.allowlist import ScanOutcome
+from stackbot.adapters.git import GitMirror
+from stackbot.config import Settings
+from stackbot.domain.allowlist import Generation, ScanOutcome
+from stackbot.services.resources import WorkerResources
 from stackbot.services.scan_cache import SharedScanCache
+from tests.allowlist.test_scanner_python import CURRENT_GENERATION, PEP701, PEP701_PATH
+from tests.integration.repo_builder import RepoBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITER = """
 import sys
 from pathlib import Path
-from stackbot.domain.allowlist import ScanOutcome
+from stackbot.adapters.git import GitMirror
+from stackbot.config import Settings
+from stackbot.domain.allowlist import Generation, ScanOutcome
+from stackbot.services.resources import WorkerResources
 from stackbot.services.scan_cache import SharedScanCache
+from tests.allowlist.test_scanner_python import CURRENT_GENERATION, PEP701, PEP701_PATH
+from tests.integration.repo_builder import RepoBuilder
 cache = SharedScanCache(Path(sys.argv[1]))
 me = int(sys.argv[2])
 for batch in range(40):
@@ -64,3 +74,20 @@ def test_an_unusable_store_acts_as_empty(tmp_path: Path) -> None:
     cache.put_many({"a": ScanOutcome()})
     assert cache.get_many(["a"]) == {"a": ScanOutcome()}  # this process still remembers
     assert SharedScanCache(blocked / "scan-cache.sqlite3").get_many(["a"]) == {}
+
+
+def test_two_workers_share_one_cache_and_scan_under_312(tmp_path: Path) -> None:
+    """Two worker processes of one data directory: what one scanned, the other does not parse."""
+    builder = RepoBuilder(tmp_path / "work")
+    builder.commit("pep 701", {PEP701_PATH: PEP701.decode(), "megatron/core/b.py": "x = 1\n"})
+    settings = Settings(data_dir=tmp_path / "data")
+    first, second = WorkerResources(settings), WorkerResources(settings)
+    repo = GitMirror(builder.path / ".git", str(builder.path), None)
+    tree = repo.tree_of(repo.rev_parse("main"))
+    scan = first.allowlist(repo).scan(tree, Generation.SCOPE)
+    assert (scan.parsed, list(scan.reads[PEP701_PATH])) == (2, CURRENT_GENERATION)
+    assert "Python 3.1" in scan.parser and "in process" not in scan.parser
+    again = second.allowlist(repo).scan(tree, Generation.SCOPE)
+    assert (again.parsed, again.cache_hits) == (0, 2) and again.outcomes == scan.outcomes
+    assert (settings.data_dir / "scan-cache.sqlite3").is_file()
+    repo.close()
