@@ -133,6 +133,11 @@ def too_old_note() -> str:
     )
 
 
+def local_scanner() -> LocalScanner:
+    """This process as the scanner, with :func:`too_old_note` when it is older than 3.12."""
+    return LocalScanner(note=too_old_note() if sys.version_info[:2] < MINIMUM else None)
+
+
 class _Server:
     """One scanner process, answering one request at a time."""
 
@@ -322,5 +327,5 @@ def make_scanner(configured: str | None, processes: int = 0) -> ProcessScanner |
     python = find_scanner_python(configured)
     if python is None:
         log.warning("allowlist scan: no Python >= 3.12 found; %s", too_old_note())
-        return LocalScanner(note=too_old_note())
+        return local_scanner()
     return ProcessScanner(python, processes or default_processes())

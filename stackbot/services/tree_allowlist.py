@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from stackbot.adapters.git import GitRepository
 from stackbot.adapters.git_objects import blob_sha
-from stackbot.adapters.scanner_process import make_scanner
+from stackbot.adapters.scanner_process import local_scanner, make_scanner
 from stackbot.config import DEFAULT_ALLOWLIST_PATH, Settings
 from stackbot.domain.allowlist import (
     Allowlist,
@@ -120,7 +120,9 @@ class TreeAllowlist:
         self.repo = repo
         self.path = path
         self.cache: ScanCache = cache if cache is not None else MemoryScanCache()
-        self.scanner = scanner
+        # Without one, this process scans, and says so on every file its parser refuses when it
+        # is older than the Python Megatron-LM needs.
+        self.scanner = scanner if scanner is not None else local_scanner()
         self.default_generation = default_generation
         self.progress = progress
         # Parsed files and their generations by blob: each step of a run reads the file the
