@@ -1,6 +1,8 @@
 # stackbot service image: `stackbot serve` (API, dashboard, webhook receiver).
-# Debian bookworm's git is 2.39 (merge-tree --write-tree needs >= 2.38).
-FROM python:3.11-slim-bookworm
+# Debian bookworm's git is 2.39 (merge-tree --write-tree needs >= 2.38). Python 3.12, the
+# version Megatron-LM needs: the allowlist scanner parses its files (PEP 701 f-strings) with the
+# service's own Python, so no second interpreter (STACKBOT_SCANNER_PYTHON) is needed here.
+FROM python:3.12-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

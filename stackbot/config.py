@@ -122,6 +122,11 @@ class Settings(BaseSettings):
     generated_files: list[str] = Field(default_factory=lambda: [DEFAULT_ALLOWLIST_PATH])
     # Optional: run the repository's own checker instead of (and compared with) the built-in one.
     allowlist_checker_command: str | None = None
+    # The Python >= 3.12 that parses files for the allowlist scan (Megatron-LM's grammar); unset:
+    # this one if >= 3.12, else found on PATH or in pyenv (stackbot.adapters.scanner_process).
+    scanner_python: str | None = None
+    # Scanner processes a cold scan is split over (0: one per CPU, at most 4).
+    scanner_processes: int = Field(default=0, ge=0, le=64)
     # TOML file with test sets; None means gpu_jobs' built-in test sets.
     test_sets_file: Path | None = None
     # Run gpu_jobs' node-check (a subgroup all-reduce and an FP8 cast) before each job's tests,

@@ -23,14 +23,17 @@ from stackbot.adapters.git import GitRepository
 from stackbot.cli.integrate import (
     exit_on_failure,
     open_mirror,
-    scan_cache_path,
     scan_progress,
     settings_or_bad_input,
 )
 from stackbot.domain.allowlist import AllowlistCheck, Generation, Regeneration
 from stackbot.errors import BadInput
-from stackbot.services.scan_cache import FileScanCache
-from stackbot.services.tree_allowlist import TreeAllowlist, run_repo_checker, tally_text
+from stackbot.services.tree_allowlist import (
+    ScanTools,
+    TreeAllowlist,
+    run_repo_checker,
+    tally_text,
+)
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -77,9 +80,12 @@ def _open(source: str, rev: str) -> GitRepository:
     raise BadInput(f"--repo {source}: no such directory; pass a repository's path")
 
 
-def _tree_allowlist(repo: GitRepository) -> tuple[TreeAllowlist, FileScanCache]:
-    cache = FileScanCache.load(scan_cache_path(settings_or_bad_input(), repo.git_dir))
-    return TreeAllowlist(repo, cache=cache, progress=scan_progress()), cache
+def _tree_allowlist(repo: GitRepository) -> tuple[TreeAllowlist, ScanTools]:
+    tools = ScanTools.from_settings(settings_or_bad_input())
+    allowlist = TreeAllowlist(
+        repo, cache=tools.cache, scanner=tools.scanner, progress=scan_progress()
+    )
+    return allowlist, tools
 
 
 def _generation(args: argparse.Namespace) -> Generation | None:
@@ -89,9 +95,11 @@ def _generation(args: argparse.Namespace) -> Generation | None:
 def _regen(args: argparse.Namespace) -> int:
     with _open(args.repo, args.rev) as repo:
         tree = repo.tree_of(repo.rev_parse(args.rev))
-        allowlist, cache = _tree_allowlist(repo)
-        result = allowlist.regenerate_tree(tree, generation=_generation(args))
-        cache.save()
+        allowlist, tools = _tree_allowlist(repo)
+        try:
+            result = allowlist.regenerate_tree(tree, generation=_generation(args))
+        finally:
+            tools.close()
     regeneration = result.regeneration
     if args.json:
         document = {"path": allowlist.path, "rev": args.rev, **regeneration.to_json()}
@@ -127,9 +135,11 @@ def _regen_summary(path: str, regeneration: Regeneration, error: str | None) -> 
 def _check(args: argparse.Namespace) -> int:
     with _open(args.repo, args.rev) as repo:
         commit = repo.rev_parse(args.rev)
-        allowlist, cache = _tree_allowlist(repo)
-        file, verdict = allowlist.check_tree(repo.tree_of(commit), generation=_generation(args))
-        cache.save()
+        allowlist, tools = _tree_allowlist(repo)
+        try:
+            file, verdict = allowlist.check_tree(repo.tree_of(commit), generation=_generation(args))
+        finally:
+            tools.close()
         if file.blob is None:
             raise BadInput(f"{args.rev} has no {allowlist.path}; nothing to check")
         checker = settings_or_bad_input().allowlist_checker_command

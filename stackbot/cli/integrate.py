@@ -12,12 +12,10 @@ its check or a refused push, 2 bad input.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from stackbot.adapters.git import GitMirror
@@ -32,8 +30,7 @@ from stackbot.domain.integration import (
 from stackbot.domain.types import PrNumber
 from stackbot.errors import BadInput, StackbotError
 from stackbot.services.integration import PushTarget, RunRequest, push_run, run_integration
-from stackbot.services.scan_cache import FileScanCache
-from stackbot.services.tree_allowlist import TreeAllowlist
+from stackbot.services.tree_allowlist import ScanTools, TreeAllowlist
 
 EXIT_CLEAN = 0
 EXIT_FAILED = 1
@@ -154,10 +151,14 @@ def _run(args: argparse.Namespace) -> int:
     failure = None
     names = [args.base, *(ref for _, ref in args.pr)]
     with open_mirror(args.repo, settings, names) as mirror:
-        cache = FileScanCache.load(scan_cache_path(settings, mirror.git_dir))
-        allowlist = TreeAllowlist(mirror, cache=cache, progress=scan_progress())
-        result = run_integration(mirror, request, allowlist=allowlist, progress=_say)
-        cache.save()
+        tools = ScanTools.from_settings(settings)
+        allowlist = TreeAllowlist(
+            mirror, cache=tools.cache, scanner=tools.scanner, progress=scan_progress()
+        )
+        try:
+            result = run_integration(mirror, request, allowlist=allowlist, progress=_say)
+        finally:
+            tools.close()
         if push is not None:
             try:
                 result = push_run(mirror, result, push)
@@ -207,12 +208,6 @@ def refs_to_fetch(names: Sequence[str]) -> list[str] | None:
         else:
             refs.append(f"refs/heads/{name}")
     return refs
-
-
-def scan_cache_path(settings: Settings, git_dir: Path) -> Path:
-    """Where the allowlist scan outcomes of one repository are kept between runs."""
-    digest = hashlib.sha256(str(git_dir).encode()).hexdigest()[:16]
-    return settings.data_dir / "scan-cache" / f"{git_dir.name}-{digest}.json"
 
 
 def _default_name(base: str) -> str:

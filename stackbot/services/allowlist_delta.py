@@ -66,6 +66,7 @@ def regenerate_by_file(
         {path: outcome for path, outcome in tree.outcomes.items() if path in open_paths},
         tree.parsed,
         tree.cache_hits,
+        tree.parser,
     )
     partial = regenerate(
         ours=only_open(ours),

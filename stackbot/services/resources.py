@@ -7,7 +7,8 @@ every handler as ``ctx.services``. Nothing here is a module global: two workers 
 different settings in one process (the tests do that) never share a cache, an executor or a
 GitHub client by accident.
 
-- allowlist scan caches, per mirror: a later run re-parses only files whose blobs changed;
+- the allowlist scanner (processes under a Python >= 3.12) and the data directory's scan cache,
+  which every process shares: a later run re-parses only files whose blobs changed;
 - merge-step memos, per mirror: a stack run repeats no merge the series run already made;
 - conflict-matrix caches, per mirror: a push to one PR recomputes only that PR's pairs;
 - the executor (its local GPU pool is the process's) and the test sets (re-read when their
@@ -29,7 +30,7 @@ from stackbot.config import Settings
 from stackbot.services.conflicts import ConflictCache
 from stackbot.services.executors import executor_config
 from stackbot.services.integration import StepMemo
-from stackbot.services.tree_allowlist import TreeAllowlist
+from stackbot.services.tree_allowlist import ScanTools, TreeAllowlist
 
 if TYPE_CHECKING:
     from stackbot.adapters.github.port import GitHubPort
@@ -45,6 +46,7 @@ class WorkerResources:
         self._github: GitHubPort | None = None
         self._lock = threading.Lock()
         self._allowlists: dict[str, TreeAllowlist] = {}
+        self._scan_tools: ScanTools | None = None
         self._step_memos: dict[str, StepMemo] = {}
         self._conflict_caches: dict[str, ConflictCache] = {}
         self._executor: Executor | None = None
@@ -74,7 +76,11 @@ class WorkerResources:
             key = str(mirror.git_dir)
             tracker = self._allowlists.get(key)
             if tracker is None:
-                tracker = self._allowlists[key] = TreeAllowlist(mirror)
+                if self._scan_tools is None:
+                    self._scan_tools = ScanTools.from_settings(self.settings)
+                tools = self._scan_tools
+                tracker = TreeAllowlist(mirror, cache=tools.cache, scanner=tools.scanner)
+                self._allowlists[key] = tracker
             return tracker
 
     def step_memo(self, mirror: GitMirror) -> StepMemo:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from stackbot.adapters.git import GitRepository
 from stackbot.adapters.git_objects import blob_sha
-from stackbot.config import DEFAULT_ALLOWLIST_PATH
+from stackbot.adapters.scanner_process import local_scanner, make_scanner
+from stackbot.config import DEFAULT_ALLOWLIST_PATH, Settings
 from stackbot.domain.allowlist import (
     Allowlist,
     AllowlistCheck,
@@ -25,6 +26,7 @@ from stackbot.domain.allowlist import (
     MemoryScanCache,
     Regeneration,
     ScanCache,
+    Scanner,
     TreeScan,
     check,
     choose_comment,
@@ -37,6 +39,7 @@ from stackbot.domain.allowlist import (
 from stackbot.domain.integration import AllowlistChange, AllowlistReport
 from stackbot.domain.types import Sha, TreeSha
 from stackbot.services.allowlist_delta import regenerate_by_file
+from stackbot.services.scan_cache import SharedScanCache, scan_cache_file
 
 CHECKER_PATH = "tools/check_process_group_usage.py"
 SCAN_ROOT = "megatron/core"
@@ -66,6 +69,27 @@ class MergeRewrite:
     regeneration: Regeneration
 
 
+@dataclass(frozen=True)
+class ScanTools:
+    """What every :class:`TreeAllowlist` of a process shares: the data directory's scan cache
+    and the scanner (processes under a Python >= 3.12)."""
+
+    cache: SharedScanCache
+    scanner: Scanner
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ScanTools:
+        """Raises BadInput naming ``STACKBOT_SCANNER_PYTHON`` when it names no Python >= 3.12."""
+        scanner = make_scanner(settings.scanner_python, settings.scanner_processes)
+        return cls(SharedScanCache(scan_cache_file(settings.data_dir)), scanner)
+
+    def close(self) -> None:
+        self.cache.close()
+        close = getattr(self.scanner, "close", None)
+        if close is not None:
+            close()
+
+
 def tally_text(tally: EntryTally) -> str:
     """``megatron/core/x.py: Foo.bar:accessor:parallel_state.get_tp_group ×2 (line 6, 9)``: the
     count when above one, where the tree reads it when it does; no KEY when the first
@@ -87,12 +111,18 @@ class TreeAllowlist:
         *,
         path: str = DEFAULT_ALLOWLIST_PATH,
         cache: ScanCache | None = None,
+        scanner: Scanner | None = None,
         default_generation: Generation = Generation.SCOPE,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
+        """``scanner``: who parses the files (default: this process; the services pass the one
+        of :func:`stackbot.adapters.scanner_process.make_scanner`, under Python >= 3.12)."""
         self.repo = repo
         self.path = path
         self.cache: ScanCache = cache if cache is not None else MemoryScanCache()
+        # Without one, this process scans, and says so on every file its parser refuses when it
+        # is older than the Python Megatron-LM needs.
+        self.scanner = scanner if scanner is not None else local_scanner()
         self.default_generation = default_generation
         self.progress = progress
         # Parsed files and their generations by blob: each step of a run reads the file the
@@ -122,7 +152,7 @@ class TreeAllowlist:
         last = self._last_scan
         if last is None or last[1].generation is not generation:
             blobs = self.repo.ls_tree(tree, SCAN_ROOT)
-            result = scan_tree(blobs, self.repo.read_blob, generation, self.cache, self.progress)
+            result = self._scan_blobs(blobs, generation, self.progress)
         else:
             result = self._rescan(last[0], root, last[1])
         self._last_scan = (root, result)
@@ -132,7 +162,7 @@ class TreeAllowlist:
         changed = self.repo.changed_paths(old_root, new_root)
         blobs = {path: self.repo.blob_at(new_root, path) for path in changed}
         present = {f"{SCAN_ROOT}/{p}": sha for p, sha in blobs.items() if sha is not None}
-        delta = scan_tree(present, self.repo.read_blob, old.generation, self.cache)
+        delta = self._scan_blobs(present, old.generation, None)
         outcomes = dict(old.outcomes)
         for path, sha in blobs.items():
             if sha is None:
@@ -140,7 +170,25 @@ class TreeAllowlist:
         outcomes.update(delta.outcomes)  # an edited file keeps its place
         if len(outcomes) != len(old.outcomes) or any(p not in old.outcomes for p in delta.outcomes):
             outcomes = dict(sorted(outcomes.items()))  # a file came or went: keep path order
-        return TreeScan(old.generation, outcomes, delta.parsed, len(outcomes) - delta.parsed)
+        return TreeScan(
+            old.generation, outcomes, delta.parsed, len(outcomes) - delta.parsed, delta.parser
+        )
+
+    def _scan_blobs(
+        self,
+        blobs: Mapping[str, str],
+        generation: Generation,
+        progress: Callable[[int, int], None] | None,
+    ) -> TreeScan:
+        return scan_tree(
+            blobs,
+            self.repo.read_blob,
+            generation,
+            self.cache,
+            progress,
+            scanner=self.scanner,
+            load_blobs=self.repo.read_blobs,
+        )
 
     def generation_of(
         self, *files: AllowlistFile, override: Generation | None = None

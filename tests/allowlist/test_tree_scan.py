@@ -102,17 +102,23 @@ def test_cache_key_names_version_generation_and_blob() -> None:
     assert key != scan_cache_key("ab" * 20, LINE)
 
 
-def test_progress_is_reported_per_file() -> None:
+def test_progress_is_reported_as_files_are_done() -> None:
     store = BlobStore()
+    files = {f"megatron/core/pkg/m{n:03}.py": module(n) for n in range(150)}
     seen: list[tuple[int, int]] = []
+    cache = MemoryScanCache()
     scan_tree(
-        store.add_tree(twenty_files()),
+        store.add_tree(files),
         store.load,
         SCOPE,
-        MemoryScanCache(),
+        cache,
         progress=lambda done, total: seen.append((done, total)),
     )
-    assert seen == [(n, 20) for n in range(1, 21)]
+    assert seen == [(64, 150), (128, 150), (150, 150)]  # one call per chunk scanned
+    seen.clear()
+    files["megatron/core/pkg/m000.py"] = module(1000)
+    scan_tree(store.add_tree(files), store.load, SCOPE, cache, progress=lambda *p: seen.append(p))
+    assert seen == [(149, 150), (150, 150)]  # the cached files first, then the scanned one
 
 
 def test_unparsed_files_are_listed_with_their_error() -> None:

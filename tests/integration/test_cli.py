@@ -11,8 +11,9 @@ import pytest
 
 from stackbot.adapters.git import GitRepository
 from stackbot.cli.main import main
-from stackbot.services.scan_cache import FileScanCache
-from stackbot.services.tree_allowlist import TreeAllowlist
+from stackbot.config import load_settings
+from stackbot.services.scan_cache import SharedScanCache
+from stackbot.services.tree_allowlist import ScanTools, TreeAllowlist
 from tests.integration.megatron import ALLOWLIST, CP, DP, PP, TP, allowlist, entry, module
 from tests.integration.repo_builder import RepoBuilder
 
@@ -342,17 +343,24 @@ def test_scan_outcomes_are_kept_between_runs(
 ) -> None:
     code, _, _ = run_cli(capsys, "allowlist", "check", "--repo", str(repo.path), "--rev", "main")
     assert code == 0
-    [stored] = (tmp_path / "data" / "scan-cache").glob("*.json")
-    cache = FileScanCache.load(stored)
-    assert len(cache.outcomes) == 2  # a.py and b.py, the scanned files of main
-    # The next run finds both there and parses nothing.
+    stored = tmp_path / "data" / "scan-cache.sqlite3"
+    # The next run (another process would do the same) finds a.py and b.py, the scanned files
+    # of main, in the data directory's store and parses nothing.
+    cache = SharedScanCache(stored)
     tree = GitRepository.open(repo.path)
-    allowlist = TreeAllowlist(tree, cache=cache)
-    allowlist.check_tree(tree.tree_of(tree.rev_parse("main")))
+    scan = TreeAllowlist(
+        tree, cache=cache, scanner=ScanTools.from_settings(load_settings()).scanner
+    )
+    scan.check_tree(tree.tree_of(tree.rev_parse("main")))
     assert (cache.hits, cache.misses) == (2, 0)
+    cache.close()
     tree.close()
-    stored.write_text("{not json")
-    assert FileScanCache.load(stored).outcomes == {}
+    # A broken store only costs speed.
+    stored.write_bytes(b"not a database")
+    broken = SharedScanCache(stored)
+    assert broken.get_many(["k"]) == {}
+    code, _, _ = run_cli(capsys, "allowlist", "check", "--repo", str(repo.path), "--rev", "main")
+    assert code == 0
 
 
 def test_integrate_accepts_a_url(

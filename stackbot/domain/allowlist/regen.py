@@ -23,8 +23,10 @@ from stackbot.domain.allowlist.model import (
 )
 from stackbot.domain.allowlist.reports import AllowlistCheck, EntryTally, Regeneration
 from stackbot.domain.allowlist.tree_scan import (
+    LocalScanner,
     MemoryScanCache,
     ScanCache,
+    Scanner,
     TreeReads,
     TreeScan,
     scan_cache_key,
@@ -34,9 +36,11 @@ from stackbot.domain.allowlist.tree_scan import (
 __all__ = [
     "AllowlistCheck",
     "EntryTally",
+    "LocalScanner",
     "MemoryScanCache",
     "Regeneration",
     "ScanCache",
+    "Scanner",
     "TreeReads",
     "TreeScan",
     "check",

@@ -18,6 +18,7 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from stackbot.domain.allowlist.accessors import is_accessor
 from stackbot.domain.allowlist.model import Generation
@@ -87,7 +88,47 @@ def import_source(node: ast.ImportFrom) -> str:
     return module
 
 
-class _BindingCollector(ast.NodeVisitor):
+# Nodes with nothing under them a scan looks at: no call, scope or binding.
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.Constant)
+
+
+class _Walker(ast.NodeVisitor):
+    """``ast.NodeVisitor`` without most of its cost per node (the scan's largest): methods
+    looked up once per node type, fields read directly, leaves never entered."""
+
+    _methods: dict[type[ast.AST], Callable[[Any, Any], None]]
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls._methods = {}
+
+    def visit(self, node: ast.AST) -> None:
+        kind = type(node)
+        if kind not in self._methods:
+            self._methods[kind] = (
+                _skip
+                if issubclass(kind, _LEAVES)
+                else getattr(type(self), f"visit_{kind.__name__}", type(self).generic_visit)
+            )
+        self._methods[kind](self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        visit = self.visit
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        visit(item)
+            elif isinstance(value, ast.AST):
+                visit(value)
+
+
+def _skip(visitor: Any, node: Any) -> None:
+    pass
+
+
+class _BindingCollector(_Walker):
     """The names one scope binds, without entering the scopes nested in it."""
 
     def __init__(self) -> None:
@@ -177,7 +218,7 @@ def read_of(resolved: str) -> tuple[str, str] | None:
 Comprehension = ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
 
 
-class _ReadFinder(ast.NodeVisitor):
+class _ReadFinder(_Walker):
     """Walks one module, keeping the scope stack and the KEY (enclosing def/class names)."""
 
     def __init__(self, module: ast.Module) -> None:
