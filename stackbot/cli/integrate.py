@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from stackbot.adapters.git import GitMirror
+from stackbot.adapters.git_maintenance import shared_use
 from stackbot.config import Settings, load_settings
 from stackbot.domain.integration import (
     AllowlistReport,
@@ -153,7 +154,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     failure = None
     names = [args.base, *(ref for _, ref in args.pr)]
-    with open_mirror(args.repo, settings, names) as mirror:
+    with (
+        open_mirror(args.repo, settings, names) as mirror,
+        shared_use(mirror.git_dir, wait_s=settings.maintenance.lock_wait_s),
+    ):
         cache = FileScanCache.load(scan_cache_path(settings, mirror.git_dir))
         allowlist = TreeAllowlist(mirror, cache=cache, progress=scan_progress())
         result = run_integration(mirror, request, allowlist=allowlist, progress=_say)
