@@ -17,8 +17,9 @@ from typing import Any
 from stackbot.cli.integrate import one_line, unwritable
 from stackbot.cli.serve import load_serving_settings
 from stackbot.db.engine import make_engine
+from stackbot.domain.retention import human_bytes
 from stackbot.errors import BadInput, StackbotError
-from stackbot.services.maintenance import AREAS, describe, human_size, run_by_hand
+from stackbot.services.maintenance import AREAS, describe, run_by_hand
 
 EXIT_FAILED = 1
 
@@ -53,6 +54,8 @@ def _run(args: argparse.Namespace) -> int:
         raise BadInput(one_line(str(error))) from None
     except OSError as error:
         raise BadInput(unwritable(error)) from None
+    except ValueError as error:  # pydantic's ValidationError: a setting out of range
+        raise BadInput(one_line(f"the settings are invalid: {error}")) from None
     if args.json:
         print(json.dumps(report.to_json(), indent=2, sort_keys=True))
     else:
@@ -61,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
             use = report.usage.get(area)
             if use is not None:
                 count = "" if use.get("count") is None else f", {use['count']} entries"
-                print(f"  {area:<13} {human_size(use.get('bytes'))}{count}")
+                print(f"  {area:<13} {human_bytes(use.get('bytes'))}{count}")
     return EXIT_FAILED if report.errors else 0
 
 

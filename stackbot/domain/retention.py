@@ -133,3 +133,15 @@ def expired(written_at: float | None, *, now: float, retention_days: float) -> b
     """Whether something last written at ``written_at`` (epoch seconds; None: unknown, kept)
     is past the retention."""
     return written_at is not None and now - written_at > retention_days * 86400.0
+
+
+def human_bytes(value: int | None) -> str:
+    """``1.5 GiB``; ``—`` for a figure not measured."""
+    if value is None:
+        return "—"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"

@@ -38,7 +38,7 @@ from stackbot.adapters.git_process import mirror_name, resolve_source
 from stackbot.config import Settings
 from stackbot.db import maintenance_store as store
 from stackbot.db.engine import session_scope
-from stackbot.domain.retention import JobFact, Keep, decide_keep, expired
+from stackbot.domain.retention import JobFact, Keep, decide_keep, expired, human_bytes
 from stackbot.domain.tasks import FollowUp, Maintenance, TaskKind
 from stackbot.errors import StackbotError
 from stackbot.worker import queue
@@ -174,7 +174,7 @@ def _mirrors(
                 freed = mirrors.repack(git_dir, timeout=settings.git_fetch_timeout_s)
                 report.free("mirrors", freed)
                 report.count("mirrors_repacked")
-                say(f"mirror {git_dir.name}: repacked, {human_size(freed)} freed")
+                say(f"mirror {git_dir.name}: repacked, {human_bytes(freed)} freed")
     report.usage["mirrors"] = {
         "bytes": sum(mirrors.disk_usage(p) for p in git_dirs),
         "count": len(git_dirs),
@@ -240,21 +240,10 @@ def _runner_cache(settings: Settings, report: MaintenanceReport, now: float, say
     }
 
 
-def human_size(nbytes: int | None) -> str:
-    if nbytes is None:
-        return "—"
-    value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
-
-
 def describe(report: MaintenanceReport) -> str:
     """One line: what was (or would be) freed, per area."""
     verb = "would free" if report.dry_run else "freed"
-    parts = [f"{area} {human_size(n)}" for area, n in report.freed.items()]
+    parts = [f"{area} {human_bytes(n)}" for area, n in report.freed.items()]
     s = report.summary
     counts = (
         f"{s.get('run_refs_removed', 0)} run refs, {s.get('job_dirs_removed', 0)} job outputs, "
