@@ -108,12 +108,18 @@ class PruneReport:
 
 
 def _last_used(path: Path, *stamps: Path) -> float:
+    """The newest of the use stamps; the entry's own mtime when it has none (half-made)."""
     times = []
-    for candidate in (*stamps, path):
+    for candidate in stamps:
         try:
             times.append(candidate.stat().st_mtime)
         except OSError:
             continue
+    if not times:
+        try:
+            times.append(path.stat().st_mtime)
+        except OSError:
+            pass
     return max(times, default=0.0)
 
 

@@ -73,10 +73,11 @@ def decide_keep(
 ) -> Keep:
     """``open_prs`` and ``series_with_open_prs`` are per repository id."""
     newest: dict[tuple[int, str], RunFact] = {}
+    run_prefix: dict[int, tuple[int, str]] = {}
     for run in runs:
         if not run.ref_name:
             continue
-        key = (run.repo_id, prefix_of(run.ref_name))
+        key = run_prefix[run.id] = (run.repo_id, prefix_of(run.ref_name))
         if key not in newest or (run.created_at, run.id) > (
             newest[key].created_at,
             newest[key].id,
@@ -84,17 +85,11 @@ def decide_keep(
             newest[key] = run
     shown = {key: run for key, run in newest.items() if _shown(run, open_prs, series_with_open_prs)}
     all_jobs = list(jobs)
-    run_prefix = {r.id: key for key, r in newest.items()}
-    live_prefixes: set[tuple[int, str]] = set(shown)
-    by_run: dict[int, list[JobFact]] = {}
-    for job in all_jobs:
-        if job.run_id is not None:
-            by_run.setdefault(job.run_id, []).append(job)
-    # A run's prefix is only known for the newest run of a name; an older run's unfinished job
-    # is covered by its keep ref (its commit), which is what the runner needs.
-    for job in all_jobs:
-        if not job.finished and job.run_id in run_prefix:
-            live_prefixes.add(run_prefix[job.run_id])
+    live_prefixes = set(shown) | {
+        run_prefix[job.run_id]
+        for job in all_jobs
+        if not job.finished and job.run_id is not None and job.run_id in run_prefix
+    }
     shown_run_ids = {run.id for run in shown.values()}
     base_commits = {(run.repo_id, run.base_sha) for run in shown.values()}
     keep_jobs = {
