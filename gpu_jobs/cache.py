@@ -24,7 +24,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -116,10 +116,8 @@ def _last_used(path: Path, *stamps: Path) -> float:
         except OSError:
             continue
     if not times:
-        try:
+        with suppress(OSError):
             times.append(path.stat().st_mtime)
-        except OSError:
-            pass
     return max(times, default=0.0)
 
 
