@@ -63,7 +63,8 @@ def _run(args: argparse.Namespace) -> int:
         for area in AREAS:
             use = report.usage.get(area)
             if use is not None:
-                count = "" if use.get("count") is None else f", {use['count']} entries"
+                n = use.get("count")
+                count = "" if n is None else f", {n} {'entry' if n == 1 else 'entries'}"
                 print(f"  {area:<13} {human_bytes(use.get('bytes'))}{count}")
     return EXIT_FAILED if report.errors else 0
 

@@ -241,16 +241,20 @@ def _runner_cache(settings: Settings, report: MaintenanceReport, now: float, say
 
 
 def describe(report: MaintenanceReport) -> str:
-    """One line: what was (or would be) freed, per area."""
-    verb = "would free" if report.dry_run else "freed"
-    parts = [f"{area} {human_bytes(n)}" for area, n in report.freed.items()]
-    s = report.summary
-    counts = (
-        f"{s.get('run_refs_removed', 0)} run refs, {s.get('job_dirs_removed', 0)} job outputs, "
-        f"{s.get('runner_cache_removed', 0)} runner cache entries"
+    """One line: what was (or would be) freed and removed, per area."""
+    freed = ", ".join(
+        f"{area.replace('_', ' ')} {human_bytes(n)}" for area, n in report.freed.items()
     )
-    line = f"maintenance: {verb} {', '.join(parts)} ({counts})"
-    return line + (f"; errors: {'; '.join(report.errors)}" if report.errors else "")
+    s = report.summary
+    removed = (
+        f"{s.get('run_refs_removed', 0)} run refs, {s.get('job_dirs_removed', 0)} job output "
+        f"directories, {s.get('runner_cache_removed', 0)} runner cache entries"
+    )
+    if report.dry_run:
+        line = f"maintenance (dry run): would free {freed}; would remove {removed}"
+    else:
+        line = f"maintenance: freed {freed}; removed {removed}"
+    return line + (f"; failed: {'; '.join(report.errors)}" if report.errors else "")
 
 
 # -- the task ---------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ def _matrix_prs(matrix: dict[str, Any]) -> list[int]:
 TEMPLATES.env.globals["pair_paths"] = _pair_paths
 TEMPLATES.env.globals["matrix_prs"] = _matrix_prs
 TEMPLATES.env.filters["bytes"] = readmodel.human_bytes
+TEMPLATES.env.filters["num"] = lambda value: f"{float(value):g}"
 
 router = APIRouter(include_in_schema=False)
 

@@ -63,7 +63,7 @@ def test_the_page_and_api_show_the_stored_figures(
     text = _text(client.get("/maintenance").text)
     assert "git mirrors" in text and "job output" in text and "runner repository cache" in text
     assert "KiB" in text and "by hand" in text
-    assert "30.0 days after their last run" in text
+    assert "30 days after their last run" in text
     assert str(settings.data_dir) not in client.get("/maintenance").text  # no server paths
     assert 'href="/maintenance"' in client.get("/tasks").text
 
@@ -88,7 +88,7 @@ def test_the_cli_prints_what_it_would_free_and_what_it_freed(
     }
     dry = _cli("run", "--dry-run", env=env)
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.startswith("maintenance: would free")
+    assert dry.stdout.startswith("maintenance (dry run): would free")
     assert "would delete 2 run refs" in dry.stderr
     assert world.refs()
     done = _cli("run", "--json", env=env)

@@ -26,6 +26,13 @@ AREA_LABELS = {
 }
 
 
+REMOVED_LABELS = {
+    "run_refs_removed": "run refs",
+    "job_dirs_removed": "job output directories",
+    "runner_cache_removed": "runner cache entries",
+}
+
+
 @dataclass(frozen=True)
 class AreaUse:
     area: str
@@ -85,9 +92,9 @@ def _areas(row: MaintenanceRun) -> list[AreaUse]:
 
 def _round(row: MaintenanceRun) -> RoundRow:
     removed = {
-        key: int(value)
-        for key, value in row.summary.items()
-        if key.endswith("_removed") and isinstance(value, int)
+        label: int(row.summary.get(key) or 0)
+        for key, label in REMOVED_LABELS.items()
+        if isinstance(row.summary.get(key), int)
     }
     failed = sorted(
         {part.split(":", 1)[0].strip() for part in (row.error or "").split(";") if ":" in part}
