@@ -290,7 +290,12 @@ def handle_maintenance(ctx: TaskContext, task: Maintenance) -> None:
         log.info("maintenance: this period's round was run by another task; next at the next")
         ctx.on_completion(lambda session: schedule(session, run_after_epoch=next_round))
         return
-    report = run_maintenance(ctx.engine, ctx.settings, now=now)
+    try:
+        report = run_maintenance(ctx.engine, ctx.settings, now=now)
+    except Exception as error:  # recorded, and the next round still comes
+        # A round that dies here would otherwise, after its retries, end the schedule.
+        log.exception("maintenance: the round failed")
+        report = MaintenanceReport(errors=[f"round: {type(error).__name__}: {error}"])
     log.info("%s", describe(report))
 
     def record(session: Session) -> None:

@@ -115,3 +115,17 @@ def test_bad_input_is_exit_2_with_one_line(
     lines = [line for line in done.stderr.splitlines() if "INFO" not in line]
     assert len(lines) == 1 and message in lines[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_failed_area_is_named_without_its_error_text(
+    client: TestClient, engine: Engine, settings: Settings
+) -> None:
+    broken = settings.mirrors_dir / "broken.git"
+    broken.mkdir(parents=True)
+    (broken / "HEAD").write_text("not a repository\n")
+    report = run_by_hand(engine, settings, dry_run=False, say=lambda _: None)
+    assert report.errors and report.errors[0].startswith("mirrors:")
+    assert report.usage["job_output"]["count"] == 0  # the other areas still ran
+    html = client.get("/maintenance").text
+    assert "failed: mirrors" in _text(html)
+    assert str(broken) not in html and "fatal" not in html

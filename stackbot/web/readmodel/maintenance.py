@@ -105,7 +105,7 @@ def _round(row: MaintenanceRun) -> RoundRow:
         finished_at=_iso(row.finished_at),
         freed_bytes=sum(int(v) for v in row.freed.values()),
         removed=removed,
-        failed_areas=[a for a in failed if a in AREA_LABELS],
+        failed_areas=[a for a in failed if a in AREA_LABELS or a == "round"],
     )
 
 
