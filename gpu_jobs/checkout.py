@@ -2,7 +2,9 @@
 
 Fetched repositories live as bare mirrors under ``CACHE/repos`` and each commit is checked out
 once under ``CACHE/trees/SHA`` (a detached worktree), reused by later jobs. A file lock keeps
-runners on the same host (two Slurm node daemons, two local node groups) from racing.
+runners on the same host (two Slurm node daemons, two local node groups) from racing, and a
+runner holds its tree's use lock until it exits, so the cache's pruning (:mod:`gpu_jobs.cache`)
+never removes a tree a job runs in.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from pathlib import Path
 from typing import Literal
 
 import gpu_jobs
+from gpu_jobs import cache
 from gpu_jobs.spec import JobSpec
 
 GIT_TIMEOUT_S = 1800.0
-_READY = ".gpu_jobs_ready"
+_READY = cache.READY
 
 
 class TreeError(Exception):
@@ -131,6 +134,8 @@ def _cached_checkout_locked(
         if sha is None:
             say(f"setup: fetching {commit} from {repo_url}")
             sha = _fetch(mirror, repo_url, commit)
+        (mirror / _READY).touch()  # the mirror's last use, for the cache's pruning
+        cache.hold_tree(cache_dir, sha)  # until this runner exits: never pruned while in use
         tree = cache_dir / "trees" / sha
         if not (tree / _READY).exists():
             say(f"setup: checking out {sha[:12]} into {tree}")

@@ -79,6 +79,25 @@ class WorkerSettings(BaseModel):
     reconcile_interval_s: float = 600.0
 
 
+class MaintenanceSettings(BaseModel):
+    """What the periodic ``maintenance`` task removes and when (see services/maintenance.py)."""
+
+    # One round per period of this length, whatever the number of workers.
+    interval_s: float = Field(default=86400.0, gt=0)
+    # Integration refs (refs/stackbot/<kind>/<name>/) whose last run is older than this.
+    run_ref_retention_days: float = Field(default=30.0, ge=0)
+    # Output directories (logs, JUnit) of jobs finished longer ago than this.
+    job_output_retention_days: float = Field(default=30.0, ge=0)
+    # The runner's repository cache: checkouts unused for this long, then the least recently
+    # used ones until the cache fits in ``runner_cache_max_gb``.
+    runner_cache_max_age_days: float = Field(default=14.0, ge=0)
+    runner_cache_max_gb: float = Field(default=200.0, ge=0)
+    # Repack every mirror (and drop unreachable objects) in each round.
+    repack: bool = True
+    # How long an integration waits for a repack of its mirror before retrying later.
+    lock_wait_s: float = Field(default=30.0, ge=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="STACKBOT_",
@@ -116,6 +135,7 @@ class Settings(BaseSettings):
     local: LocalExecutorSettings = Field(default_factory=LocalExecutorSettings)
     slurm: SlurmExecutorSettings = Field(default_factory=SlurmExecutorSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
     vetting: VettingSettings = Field(default_factory=VettingSettings)
 
     # Paths the repository regenerates rather than merges.
@@ -193,6 +213,12 @@ class Settings(BaseSettings):
     @property
     def jobs_dir(self) -> Path:
         return self.data_dir / "jobs"
+
+    @property
+    def runner_cache_dir(self) -> Path:
+        """The runner's repository cache (what the executors pass as ``--cache-dir``)."""
+        base = self.slurm.shared_dir if self.executor == "slurm" else None
+        return (base or self.data_dir) / "runner-cache"
 
     def ensure_dirs(self) -> None:
         for path in (self.data_dir, self.mirrors_dir, self.jobs_dir):

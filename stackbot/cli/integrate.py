@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stackbot.adapters.git import GitMirror
+from stackbot.adapters.git_maintenance import shared_use
 from stackbot.config import Settings, load_settings
 from stackbot.domain.integration import (
     AllowlistReport,
@@ -150,7 +151,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     failure = None
     names = [args.base, *(ref for _, ref in args.pr)]
-    with open_mirror(args.repo, settings, names) as mirror:
+    with (
+        open_mirror(args.repo, settings, names) as mirror,
+        shared_use(mirror.git_dir, wait_s=settings.maintenance.lock_wait_s),
+    ):
         tools = ScanTools.from_settings(settings)
         allowlist = TreeAllowlist(
             mirror, cache=tools.cache, scanner=tools.scanner, progress=scan_progress()

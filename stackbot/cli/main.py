@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "series",
     "serve",
     "worker",
+    "maintenance",
 )
 
 EXIT_BAD_INPUT = 2

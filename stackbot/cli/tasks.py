@@ -12,6 +12,7 @@ from stackbot.domain.tasks import PAYLOADS
 from stackbot.services import (
     base_moved,
     integrate,
+    maintenance,
     poll_jobs,
     reconcile,
     reporting,
@@ -38,6 +39,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
         base_moved,
         retest,
         series_conflicts,
+        maintenance,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))

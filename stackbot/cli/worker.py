@@ -82,9 +82,11 @@ def _work(args: argparse.Namespace) -> int:
             done = sum(worker.run_until_idle() for worker in workers)
             print(f"ran {done} task(s); none left due", flush=True)
             return 0
+        from stackbot.services.maintenance import seed_maintenance
         from stackbot.services.reconcile import seed_reconcile
 
         seed_reconcile(engine)
+        seed_maintenance(engine)
         return _run_until_signalled(workers)
     finally:
         engine.dispose()

@@ -38,6 +38,7 @@ class TaskKind(StrEnum):
     REPORT = "report"  # sticky comments and check runs published
     RECONCILE = "reconcile"  # what lost webhook deliveries missed, repaired
     CONFLICT_MATRIX = "conflict_matrix"  # pairwise conflicts of a series' PRs
+    MAINTENANCE = "maintenance"  # run refs and job output expired, mirrors repacked, cache pruned
 
 
 def _as_payload(task: Any, *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -321,6 +322,25 @@ class ConflictMatrix:
         return f"{self.KIND}:{self.repo}:{self.series_key}"
 
 
+@dataclass(frozen=True)
+class Maintenance:
+    """One maintenance round (at most one per ``[maintenance] interval_s``: the round claims
+    its period, so a second task for the same period does nothing)."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.MAINTENANCE
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
+        PayloadFields(cls.KIND, payload)
+        return cls()
+
+    def to_payload(self) -> dict[str, Any]:
+        return {}
+
+    def dedupe_key(self) -> str | None:
+        return str(self.KIND)
+
+
 TaskPayload = (
     ProcessDelivery
     | SyncPull
@@ -332,6 +352,7 @@ TaskPayload = (
     | Report
     | Reconcile
     | ConflictMatrix
+    | Maintenance
 )
 
 # Kind → payload class: one per member of TaskKind (a test holds the two together).
@@ -348,6 +369,7 @@ PAYLOADS: dict[TaskKind, type[TaskPayload]] = {
         Report,
         Reconcile,
         ConflictMatrix,
+        Maintenance,
     )
 }
 

@@ -25,7 +25,7 @@ def executor_config(settings: Settings) -> LocalExecutorConfig | SlurmExecutorCo
             poll_interval_s=slurm.poll_interval_s,
             shared_dir=slurm.shared_dir or settings.data_dir,
             python=slurm.python,
-            cache_dir=(slurm.shared_dir or settings.data_dir) / "runner-cache",
+            cache_dir=settings.runner_cache_dir,
         )
     local = settings.local
     return LocalExecutorConfig(
@@ -33,5 +33,5 @@ def executor_config(settings: Settings) -> LocalExecutorConfig | SlurmExecutorCo
         max_parallel_jobs=local.max_parallel_jobs,
         master_port_base=local.master_port_base,
         state_dir=settings.data_dir / "local-executor",
-        cache_dir=settings.data_dir / "runner-cache",
+        cache_dir=settings.runner_cache_dir,
     )

@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from stackbot.adapters.git import GitMirror
+from stackbot.adapters.git_maintenance import shared_use
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db import integration_store, jobs_store
@@ -99,36 +100,42 @@ def integrate(
     mirror = GitMirror.open_or_clone(
         clone_url, settings.mirrors_dir, timeout=settings.git_fetch_timeout_s
     )
-    # Only what this integration merges: the base and each planned PR's head.
-    wanted = sorted({n for plan in planned for n in plan.prs})
-    mirror.fetch([f"refs/heads/{base_ref}", *(f"refs/pull/{n}/head" for n in wanted)])
-    base_sha = mirror.rev_parse(base_ref)
-    target = _Target(
-        repo_id, base_ref, base_sha, {int(r.number): r.head_sha for r in records}, task.series_key
-    )
-    requests = job_service.job_requests(resources.test_sets(), settings)
-    for plan in planned:
-        run_id, reused = _run_once(engine, settings, resources, mirror, target, plan)
-        (outcome.reused_runs if reused else outcome.run_ids).append(run_id)
-        why = _create_jobs(engine, run_id, requests, states)
-        if why:
-            outcome.untested[run_id] = why
-    with session_scope(engine) as session:
-        tested = [
-            rid for rid in outcome.run_ids + outcome.reused_runs if rid not in outcome.untested
-        ]
-        if tested:
-            job_service.create_baseline_jobs(
-                session,
-                repo_id=repo_id,
-                base_ref=base_ref,
-                base_sha=base_sha,
-                base_tree=mirror.tree_of(base_sha),
-                requests=requests,
-            )
-        outcome.jobs_created = [
-            j.id for j in jobs_store.jobs_of_runs(session, run_ids=tested) if j.id is not None
-        ]
+    # A repack of the mirror must not drop what this integration fetches and writes.
+    with shared_use(mirror.git_dir, wait_s=settings.maintenance.lock_wait_s):
+        # Only what this integration merges: the base and each planned PR's head.
+        wanted = sorted({n for plan in planned for n in plan.prs})
+        mirror.fetch([f"refs/heads/{base_ref}", *(f"refs/pull/{n}/head" for n in wanted)])
+        base_sha = mirror.rev_parse(base_ref)
+        target = _Target(
+            repo_id,
+            base_ref,
+            base_sha,
+            {int(r.number): r.head_sha for r in records},
+            task.series_key,
+        )
+        requests = job_service.job_requests(resources.test_sets(), settings)
+        for plan in planned:
+            run_id, reused = _run_once(engine, settings, resources, mirror, target, plan)
+            (outcome.reused_runs if reused else outcome.run_ids).append(run_id)
+            why = _create_jobs(engine, run_id, requests, states)
+            if why:
+                outcome.untested[run_id] = why
+        with session_scope(engine) as session:
+            tested = [
+                rid for rid in outcome.run_ids + outcome.reused_runs if rid not in outcome.untested
+            ]
+            if tested:
+                job_service.create_baseline_jobs(
+                    session,
+                    repo_id=repo_id,
+                    base_ref=base_ref,
+                    base_sha=base_sha,
+                    base_tree=mirror.tree_of(base_sha),
+                    requests=requests,
+                )
+            outcome.jobs_created = [
+                j.id for j in jobs_store.jobs_of_runs(session, run_ids=tested) if j.id is not None
+            ]
     return outcome
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from gpu_jobs.executors import Executor, make_executor
 from gpu_jobs.testsets import TestSet, load_test_sets
 from stackbot.adapters.git import GitMirror
+from stackbot.adapters.git_maintenance import pruned_stamp
 from stackbot.config import Settings
 from stackbot.services.conflicts import ConflictCache
 from stackbot.services.executors import executor_config
@@ -48,6 +49,7 @@ class WorkerResources:
         self._allowlists: dict[str, TreeAllowlist] = {}
         self._scan_tools: ScanTools | None = None
         self._step_memos: dict[str, StepMemo] = {}
+        self._memo_stamps: dict[str, int] = {}
         self._conflict_caches: dict[str, ConflictCache] = {}
         self._executor: Executor | None = None
         self._test_sets: tuple[tuple[str, float], dict[str, TestSet]] | None = None
@@ -84,8 +86,16 @@ class WorkerResources:
             return tracker
 
     def step_memo(self, mirror: GitMirror) -> StepMemo:
+        """The mirror's merge memo; a new one after a repack may have dropped the commits the
+        old one would reuse."""
+        stamp = pruned_stamp(mirror.git_dir)
         with self._lock:
-            return self._step_memos.setdefault(str(mirror.git_dir), StepMemo())
+            key = str(mirror.git_dir)
+            memo = self._step_memos.get(key)
+            if memo is None or self._memo_stamps.get(key) != stamp:
+                memo = self._step_memos[key] = StepMemo()
+                self._memo_stamps[key] = stamp
+            return memo
 
     def conflict_cache(self, mirror: GitMirror) -> ConflictCache:
         with self._lock:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlmodel import Session
 
 from stackbot.adapters.git import GitMirror
+from stackbot.adapters.git_maintenance import shared_use
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.domain import tasks
@@ -33,14 +34,16 @@ def handle_conflict_matrix(ctx: TaskContext, task: tasks.ConflictMatrix) -> None
         clone_url, base_ref, series_id = repository.clone_url, repository.default_branch, series.id
         order = [n for n in series.order if n in heads]
     mirror = GitMirror.open_or_clone(clone_url, ctx.settings.mirrors_dir)
-    base_sha = mirror.rev_parse(base_ref)
-    matrix = conflict_matrix(
-        mirror,
-        Sha(base_sha),
-        [(PrNumber(n), Sha(heads[n])) for n in order],
-        generated=ctx.settings.generated_files,
-        cache=ctx.services.conflict_cache(mirror),
-    )
+    # Its merges write objects a concurrent repack must not drop.
+    with shared_use(mirror.git_dir, wait_s=ctx.settings.maintenance.lock_wait_s):
+        base_sha = mirror.rev_parse(base_ref)
+        matrix = conflict_matrix(
+            mirror,
+            Sha(base_sha),
+            [(PrNumber(n), Sha(heads[n])) for n in order],
+            generated=ctx.settings.generated_files,
+            cache=ctx.services.conflict_cache(mirror),
+        )
     with session_scope(ctx.engine) as session:
         row = store.get_series_by_id(session, series_id=series_id) if series_id else None
         if row is not None:

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from sqlmodel import Session
 
+from stackbot.config import MaintenanceSettings
 from stackbot.web import readmodel
 from stackbot.web.params import PullNumber, RowId
 
@@ -15,6 +16,11 @@ router = APIRouter(prefix="/api", tags=["api"])
 
 def _session(request: Request) -> Session:
     return Session(request.app.state.engine)
+
+
+def _maintenance_settings(request: Request) -> MaintenanceSettings:
+    settings = getattr(request.app.state, "settings", None)
+    return settings.maintenance if settings is not None else MaintenanceSettings()
 
 
 @router.get("/series", summary="Every series with its status")
@@ -86,6 +92,16 @@ def api_tasks(request: Request) -> dict[str, Any]:
     with _session(request) as session:
         counts = readmodel.task_counts(session)
     return {"by_status": counts.by_status, "dead": list(counts.dead)}
+
+
+@router.get(
+    "/maintenance",
+    summary="Disk use per area as the last maintenance round measured it, and recent rounds",
+)
+def api_maintenance(request: Request) -> dict[str, Any]:
+    with _session(request) as session:
+        view = readmodel.maintenance_view(session, _maintenance_settings(request))
+    return view.to_json()
 
 
 @router.get("/changes", summary="A token that changes whenever the dashboard's data changes")

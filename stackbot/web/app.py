@@ -107,9 +107,11 @@ class EmbeddedWorker:
         )
 
     def start(self) -> None:
+        from stackbot.services.maintenance import seed_maintenance
         from stackbot.services.reconcile import seed_reconcile
 
         seed_reconcile(self.worker.engine)
+        seed_maintenance(self.worker.engine)
         self._thread.start()
 
     def stop(self) -> None:

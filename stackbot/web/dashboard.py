@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from sqlmodel import Session
 
+from stackbot.config import MaintenanceSettings
 from stackbot.domain.graph_layout import GraphEdge, GraphNode, layout_graph
 from stackbot.web import readmodel
 from stackbot.web.joblogs import tail_line
@@ -37,12 +38,19 @@ def _matrix_prs(matrix: dict[str, Any]) -> list[int]:
 
 TEMPLATES.env.globals["pair_paths"] = _pair_paths
 TEMPLATES.env.globals["matrix_prs"] = _matrix_prs
+TEMPLATES.env.filters["bytes"] = readmodel.human_bytes
+TEMPLATES.env.filters["num"] = lambda value: f"{float(value):g}"
 
 router = APIRouter(include_in_schema=False)
 
 
 def _session(request: Request) -> Session:
     return Session(request.app.state.engine)
+
+
+def _maintenance_settings(request: Request) -> MaintenanceSettings:
+    settings = getattr(request.app.state, "settings", None)
+    return settings.maintenance if settings is not None else MaintenanceSettings()
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -120,6 +128,13 @@ def tasks(request: Request) -> HTMLResponse:
     with _session(request) as session:
         counts = readmodel.task_counts(session)
     return TEMPLATES.TemplateResponse(request, "tasks.html", {"tasks": counts})
+
+
+@router.get("/maintenance", response_class=HTMLResponse)
+def maintenance(request: Request) -> HTMLResponse:
+    with _session(request) as session:
+        view = readmodel.maintenance_view(session, _maintenance_settings(request))
+    return TEMPLATES.TemplateResponse(request, "maintenance.html", {"m": view})
 
 
 def install(app: Any) -> None:

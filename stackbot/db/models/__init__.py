@@ -12,6 +12,7 @@ from stackbot.db.models.github import (
 )
 from stackbot.db.models.integration import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import Job, TestResult
+from stackbot.db.models.maintenance import MaintenanceRun
 from stackbot.db.models.replies import CommandReply
 from stackbot.db.models.tasks import Task
 
@@ -22,6 +23,7 @@ __all__ = [
     "IntegrationRun",
     "IntegrationStep",
     "Job",
+    "MaintenanceRun",
     "PullRequest",
     "Report",
     "Repository",

@@ -6,7 +6,9 @@ render the same dataclasses, so the two never disagree. One module per page; the
 hundreds of jobs stays fast.
 """
 
+from stackbot.domain.retention import human_bytes
 from stackbot.web.readmodel.jobs import JobDetail, job_detail, list_jobs
+from stackbot.web.readmodel.maintenance import MaintenanceView, maintenance_view
 from stackbot.web.readmodel.pulls import PullRow, pull_detail, pull_rows
 from stackbot.web.readmodel.runs import run_detail, run_steps
 from stackbot.web.readmodel.series import (
@@ -31,6 +33,7 @@ __all__ = [
     "FINISHED_JOB_STATES",
     "JobDetail",
     "JobSummary",
+    "MaintenanceView",
     "PullRow",
     "RunSummary",
     "SeriesListRow",
@@ -39,11 +42,13 @@ __all__ = [
     "TaskCounts",
     "TestCell",
     "change_token",
+    "human_bytes",
     "job_detail",
     "job_summary",
     "key_from_slug",
     "list_jobs",
     "list_series",
+    "maintenance_view",
     "pull_detail",
     "pull_rows",
     "run_detail",
