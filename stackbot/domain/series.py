@@ -63,6 +63,7 @@ from stackbot.domain.series_build import GraphBuild, edge_sort_key, index_record
 from stackbot.domain.series_records import (
     EDGE_SOURCES,
     PROBLEM_KINDS,
+    DependencyOverride,
     EdgeSource,
     ExternalRef,
     GraphProblem,
@@ -75,6 +76,7 @@ from stackbot.domain.series_records import (
 __all__ = [
     "EDGE_SOURCES",
     "PROBLEM_KINDS",
+    "DependencyOverride",
     "EdgeSource",
     "ExternalRef",
     "GraphProblem",
@@ -86,17 +88,25 @@ __all__ = [
 ]
 
 
-def build_series_graph(prs: Sequence[PrRecord], *, repo: str | None = None) -> SeriesGraph:
-    """The series graph of ``prs``; ``repo`` (``owner/name``) decides which references are local.
+def build_series_graph(
+    prs: Sequence[PrRecord],
+    *,
+    repo: str | None = None,
+    overrides: Sequence[DependencyOverride] = (),
+) -> SeriesGraph:
+    """The series graph of ``prs``; ``repo`` (``owner/name``) decides which references are local;
+    ``overrides`` (oldest first) are the ``/stackbot depends-on`` / ``no-dependency`` commands.
 
     Raises :class:`BadInput` when two records have the same number.
     """
     build = GraphBuild(index_records(prs), repo)
+    build.note_overrides(overrides)
     build.find_supersession()
     build.declare_native_stacks()
     build.declare_base_branches()
     build.declare_from_text()
     build.declare_merged_heads()
+    build.apply_overrides(overrides)
     build.report_base_branch_conflicts()
     live_parents = build.live_parents()
     ordering = build.order_live_prs(live_parents)
@@ -108,4 +118,6 @@ def build_series_graph(prs: Sequence[PrRecord], *, repo: str | None = None) -> S
         external=tuple(sorted(build.external)),
         superseded=dict(sorted(build.superseded.items())),
         cycle_breaks=ordering.breaks,
+        supersessions=tuple(sorted(build.supersessions, key=lambda item: item.pr)),
+        overrides=tuple(overrides),
     )
