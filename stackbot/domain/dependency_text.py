@@ -102,11 +102,6 @@ def dependency_declarations(text: str) -> list[Declared]:
     return found
 
 
-def mentions_dependency(text: str) -> bool:
-    """Whether ``text`` may declare a dependency (cheap: whether a phrase word appears)."""
-    return _PHRASE.search(text) is not None
-
-
 def _is_negated(readable: str, match: re.Match[str]) -> bool:
     line_start = readable.rfind("\n", 0, match.start()) + 1
     if _NEGATED.search(readable, line_start, match.start()):

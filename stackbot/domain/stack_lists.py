@@ -30,7 +30,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from stackbot.domain.dependency_text import Declared, clip
+from stackbot.domain.dependency_text import Declared, clip, dependency_declarations
 from stackbot.domain.references import _FIRST, Reference, _reference, prose
 
 _ITEM_LINE = re.compile(r"^(?P<indent>[ \t]*)(?:[-*+]|\d+[.)])[ \t]+(?:\[[ xX]\][ \t]+)?\S")
@@ -154,3 +154,8 @@ def _base_is_first(run: list[_Entry], context: str, text: str) -> bool:
     if all(a.indent < b.indent for a, b in itertools.pairwise(run)):
         return True
     return _TOOL.search(text) is None
+
+
+def declares_dependency(text: str, number: int) -> bool:
+    """Whether ``text`` (on PR ``number``) declares any dependency, in a phrase or a stack list."""
+    return bool(dependency_declarations(text) or stack_list_parents(text, number))

@@ -12,6 +12,7 @@ from stackbot.db.models.github import (
 )
 from stackbot.db.models.integration import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import Job, TestResult
+from stackbot.db.models.overrides import DependencyOverrideRow
 from stackbot.db.models.replies import CommandReply
 from stackbot.db.models.tasks import Task
 
@@ -19,6 +20,7 @@ __all__ = [
     "Approval",
     "CommandReply",
     "DependencyEdge",
+    "DependencyOverrideRow",
     "IntegrationRun",
     "IntegrationStep",
     "Job",
