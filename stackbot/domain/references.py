@@ -76,6 +76,8 @@ _MERGE_BRANCH = re.compile(
     re.IGNORECASE,
 )
 
+# Commands to stackbot are read as commands (stackbot.domain.commands), never as declarations.
+_COMMAND_LINE = re.compile(r" {0,3}/(?:stackbot|ok[ \t]+to[ \t]+test)\b", re.IGNORECASE)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
 _QUOTED = re.compile(r"\"[^\"\n]{1,300}\"|\u201c[^\u201d\n]{1,300}\u201d")
@@ -183,7 +185,8 @@ def prose(text: str) -> str:
     Removed parts become blanks of the same length (line breaks kept), so that words on either
     side do not join and a position in the result is the same position in ``text``. Removed:
     HTML comments, fenced and indented code blocks, inline code, lines quoted with ``>`` (as
-    e-mail replies quote), and text between double quotes on one line.
+    e-mail replies quote), text between double quotes on one line, and command lines
+    (``/stackbot ...``, ``/ok to test ...``).
     """
     text = _HTML_COMMENT.sub(_blank, text)
     kept: list[str] = []
@@ -206,7 +209,7 @@ def prose(text: str) -> str:
         elif stripped and indented and (in_indented_code or (previous_blank and not in_list)):
             in_indented_code = True
             kept.append(_blank_text(line))
-        elif stripped.startswith(">"):
+        elif stripped.startswith(">") or _COMMAND_LINE.match(line):
             kept.append(_blank_text(line))
         else:
             in_indented_code = in_indented_code and not stripped

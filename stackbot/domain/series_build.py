@@ -292,7 +292,8 @@ class GraphBuild:
         """Overrides beat what was read from text: ``depends-on`` adds an edge, ``no-dependency``
         removes the text's edges. Edges GitHub's structure makes (a native stack, a base branch,
         a merged head) hold the parent's commits and stay, with a ``conflict`` reported."""
-        for override in overrides:
+        latest = {(o.child, o.parent): o for o in overrides}  # a later one replaces an earlier
+        for override in latest.values():
             if override.child not in self.records:
                 continue
             if override.kind == "depends_on":
