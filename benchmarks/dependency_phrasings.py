@@ -16,6 +16,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 TABLE = Path(__file__).resolve().parent.parent / "tests" / "series" / "phrasing_table.py"
 
@@ -41,8 +42,21 @@ def main() -> int:
     from stackbot.domain.series import build_series_graph
 
     table = load_table()
+    measure(build_series_graph, table, "table", table.POSITIVES, table.NEGATIVES)
+    measure(build_series_graph, table, "fresh", table.FRESH_POSITIVES, table.FRESH_NEGATIVES)
+    print(f"stackbot from {Path(stackbot.__file__).resolve().parent}")
+    return 0
+
+
+def measure(
+    build_series_graph: Any,
+    table: ModuleType,
+    name: str,
+    positives: tuple[Any, ...],
+    negatives: tuple[Any, ...],
+) -> None:
     true_pos = false_pos = false_neg = 0
-    for kind, cases in (("positive", table.POSITIVES), ("negative", table.NEGATIVES)):
+    for kind, cases in (("positive", positives), ("negative", negatives)):
         for item in cases:
             graph = build_series_graph(table.records(item), repo=table.REPO)
             found = {edge.parent for edge in graph.edges if edge.child == table.OWN}
@@ -59,13 +73,11 @@ def main() -> int:
     expected = true_pos + false_neg
     recall = true_pos / expected if expected else 1.0
     precision = true_pos / (true_pos + false_pos) if true_pos + false_pos else 1.0
-    print(f"stackbot from {Path(stackbot.__file__).resolve().parent}")
     print(
-        f"{len(table.POSITIVES)} positive and {len(table.NEGATIVES)} negative cases: "
+        f"{name}: {len(positives)} positive and {len(negatives)} negative cases: "
         f"{true_pos} of {expected} edges found, {false_pos} false edges; "
         f"recall {recall:.2f}, precision {precision:.2f}"
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from stackbot.domain.series import SeriesGraph, build_series_graph
-from tests.series.phrasing_table import HEADS, NEGATIVES, OWN, POSITIVES, REPO, Case, records
+from tests.series import phrasing_table
+from tests.series.phrasing_table import HEADS, OWN, REPO, Case, records
+
+POSITIVES = phrasing_table.POSITIVES + phrasing_table.FRESH_POSITIVES
+NEGATIVES = phrasing_table.NEGATIVES + phrasing_table.FRESH_NEGATIVES
 
 
 def graph_of(item: Case) -> SeriesGraph:
