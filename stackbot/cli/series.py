@@ -7,8 +7,12 @@ Record fields: ``number`` (required), ``title``, ``author``, ``state`` (``open``
 ``closed`` by default when ``merged`` is true), ``merged``, ``draft``, ``head_ref``,
 ``head_sha``, ``head_repo``, ``base_ref`` (default ``main``), ``base_sha``, ``body``, ``stack``
 (GitHub's stack object or null), ``commits`` (``[{sha, message, parents}]``; a parent may also
-be ``{"sha": ...}`` as GitHub lists them) and ``comments`` (``[{author, body}]``). Missing or
-null fields take their defaults; other fields are ignored.
+be ``{"sha": ...}`` as GitHub lists them) and ``comments`` (``[{author, body, id}]``). Missing
+or null fields take their defaults; other fields are ignored.
+
+Dependencies are read from the body and the author's own comments (``author`` must be given for
+those to count); ``/stackbot depends-on #N`` and ``/stackbot no-dependency #N`` in the author's
+comments are applied as overrides (offline nobody is known to be a vetter).
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from stackbot.domain.commands import DependsOn, NoDependency, parse_command
 from stackbot.domain.records import CommentRecord, CommitRecord, NativeStack, PrRecord
-from stackbot.domain.series import SeriesGraph, build_series_graph
+from stackbot.domain.series import DependencyOverride, SeriesGraph, build_series_graph
 from stackbot.domain.types import PrNumber
 from stackbot.errors import BadInput
 
@@ -57,7 +62,7 @@ def _graph(args: argparse.Namespace) -> int:
     repo = _repository(args.repo)
     source = "stdin" if args.from_json == "-" else args.from_json
     records = pr_records_from_json(_read_json(args.from_json), source=source)
-    graph = build_series_graph(records, repo=repo)
+    graph = build_series_graph(records, repo=repo, overrides=overrides_in_comments(records))
     if args.json:
         print(json.dumps(graph.to_json(), indent=2))
     else:
@@ -90,6 +95,30 @@ def _read_json(path: str) -> object:
         raise BadInput(f"{path} is not valid JSON: {error}") from None
     except RecursionError:
         raise BadInput(f"{path} is nested too deeply to read") from None
+
+
+def overrides_in_comments(records: list[PrRecord]) -> list[DependencyOverride]:
+    """``/stackbot depends-on #N`` / ``no-dependency #N`` in each PR's author's own comments, in
+    order (offline there is no telling who is a vetter: only the author's count)."""
+    found: list[DependencyOverride] = []
+    for record in records:
+        me = record.author.lower()
+        for comment in record.comments:
+            if not me or comment.author.lower() != me:
+                continue
+            command = parse_command(comment.body)
+            if isinstance(command, DependsOn | NoDependency) and command.parent != record.number:
+                found.append(
+                    DependencyOverride(
+                        child=record.number,
+                        parent=PrNumber(command.parent),
+                        kind="depends_on" if isinstance(command, DependsOn) else "no_dependency",
+                        by=comment.author,
+                        comment_id=comment.id,
+                        text=command.line,
+                    )
+                )
+    return found
 
 
 # -- records from JSON ------------------------------------------------------------------------
@@ -263,12 +292,19 @@ def render_text(graph: SeriesGraph, records: list[PrRecord], *, repo: str | None
         lines.append(f"  #{pr}{states[pr]}: {_chain(stack, arrow)}")
     if graph.edges:
         lines += ["", "edges:"]
-        lines += [f"  #{e.child} depends on #{e.parent} ({e.source})" for e in graph.edges]
+        for e in graph.edges:
+            lines.append(f"  #{e.child} depends on #{e.parent} ({e.source})")
+            if e.text:
+                where = f"{e.origin}: " if e.origin else ""
+                lines.append(f"    {where}{_one_line(e.text)}")
     if graph.problems:
         lines += ["", f"problems ({len(graph.problems)}):"]
         for problem in graph.problems:
             detail = problem.detail.replace("→", arrow)
             lines.append(f"  {problem.kind} [{' '.join(f'#{pr}' for pr in problem.prs)}]: {detail}")
+    if graph.supersessions:
+        lines += ["", "superseded:"]
+        lines += [f"  #{s.pr} by #{s.by} ({s.origin})" for s in graph.supersessions]
     if graph.external:
         lines += ["", "references to other repositories (not followed):"]
         lines += [f"  #{ref.child} names {ref.ref}" for ref in graph.external]
@@ -277,6 +313,11 @@ def render_text(graph: SeriesGraph, records: list[PrRecord], *, repo: str | None
                 "  (no repository configured: pass --repo owner/name or set STACKBOT_REPO)"
             )
     return "\n".join(lines)
+
+
+def _one_line(text: str) -> str:
+    flat = " / ".join(line.strip() for line in text.splitlines() if line.strip())
+    return flat if len(flat) <= 100 else flat[:99] + "…"
 
 
 def _summary(graph: SeriesGraph, records: list[PrRecord]) -> str:

@@ -189,12 +189,24 @@ def replace_graph(
     repo_id: int,
     edges: Iterable[tuple[int, int, str]],
     series: Sequence[SeriesData],
+    edge_texts: Mapping[tuple[int, int, str], tuple[str, str]] | None = None,
 ) -> None:
     """Make the stored edges and series of a repository exactly these. A series that stays
-    keeps its row (and its status); members are rewritten."""
+    keeps its row (and its status); members are rewritten. ``edge_texts`` gives an edge's
+    declaring text and origin."""
     session.execute(delete(DependencyEdge).where(col(DependencyEdge.repo_id) == repo_id))
     for child, parent, source in sorted(set(edges)):
-        session.add(DependencyEdge(repo_id=repo_id, child=child, parent=parent, source=source))
+        text, origin = (edge_texts or {}).get((child, parent, source), ("", ""))
+        session.add(
+            DependencyEdge(
+                repo_id=repo_id,
+                child=child,
+                parent=parent,
+                source=source,
+                text=text.replace("\x00", "\ufffd") or None,
+                origin=origin.replace("\x00", "\ufffd") or None,
+            )
+        )
     existing = {
         row.key: row for row in session.exec(select(Series).where(Series.repo_id == repo_id))
     }

@@ -9,9 +9,10 @@ What counts as a command (deliberately strict, so discussion never triggers anyt
   approval must not approve again.
 - The first command line of a comment is the comment's command; the rest is ignored.
 - ``/ok to test`` takes the next word as the SHA (missing or non-hex SHAs are refused with a
-  reply, since the writer clearly meant a command). ``/stackbot retest [TEST_SET]`` and
-  ``/stackbot status`` are the other commands; any other ``/stackbot`` word is an
-  :class:`Unknown` command that gets a usage reply.
+  reply, since the writer clearly meant a command). ``/stackbot retest [TEST_SET]``,
+  ``/stackbot status``, ``/stackbot depends-on #N`` and ``/stackbot no-dependency #N`` (``N``
+  alone too) are the other commands; any other ``/stackbot`` word is an :class:`Unknown`
+  command that gets a usage reply.
 
 Replies never render what the commenter wrote (a backtick would close a code span and let the
 rest through as markdown: mentions, images): they are fixed texts, showing at most a SHA the
@@ -57,18 +58,37 @@ class Status:
 
 
 @dataclass(frozen=True)
+class DependsOn:
+    """``/stackbot depends-on #N``: this PR depends on N, whatever its text says."""
+
+    parent: int
+    line: str  # the command line as written (stored with the override, never echoed)
+
+
+@dataclass(frozen=True)
+class NoDependency:
+    """``/stackbot no-dependency #N``: this PR does not depend on N, whatever its text says."""
+
+    parent: int
+    line: str
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A ``/stackbot`` line with a word stackbot does not know (answered with usage)."""
 
     text: str
 
 
-Command = OkToTest | Retest | Status | Unknown
+Command = OkToTest | Retest | Status | DependsOn | NoDependency | Unknown
 
 USAGE = (
     "Commands: `/ok to test <sha>` (vetters: test this commit), "
-    "`/stackbot retest [TEST_SET]` (vetters), `/stackbot status`."
+    "`/stackbot retest [TEST_SET]` (vetters), `/stackbot status`, "
+    "`/stackbot depends-on #N` and `/stackbot no-dependency #N` (the PR's author or vetters)."
 )
+_PR_NUMBER = re.compile(r"#?(?P<number>[1-9]\d{0,9})")
+MAX_PR_NUMBER = 2**31 - 1
 
 
 def parse_command(body: str) -> Command | None:
@@ -106,6 +126,13 @@ def _parse_line(line: str) -> Command | None:
         return Retest(test_set=words[1] if len(words) == 2 else None)
     if verb == "status" and len(words) == 1:
         return Status()
+    if verb in ("depends-on", "no-dependency") and len(words) == 2:
+        number = _PR_NUMBER.fullmatch(words[1])
+        if number is not None and int(number.group("number")) <= MAX_PR_NUMBER:
+            parent = int(number.group("number"))
+            if verb == "depends-on":
+                return DependsOn(parent=parent, line=line.strip())
+            return NoDependency(parent=parent, line=line.strip())
     return Unknown(text=line.strip())
 
 
@@ -259,3 +286,14 @@ def retest_refusal(commenter: str) -> str:
         f"@{commenter}, only vetters (write access, or listed as vetters in stackbot's "
         "configuration) can ask for a retest."
     )
+
+
+def dependency_override_refusal(commenter: str) -> str:
+    return (
+        f"@{commenter}, only the PR's author and vetters can change what it depends on "
+        "(`/stackbot depends-on #N`, `/stackbot no-dependency #N`)."
+    )
+
+
+def dependency_on_itself_reply() -> str:
+    return "A pull request cannot depend on itself; name another PR."

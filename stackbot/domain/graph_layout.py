@@ -30,6 +30,7 @@ class GraphEdge:
     child: int
     parent: int
     source: str
+    title: str = ""  # the edge's tooltip: where it comes from and the words that declared it
 
 
 @dataclass(frozen=True)

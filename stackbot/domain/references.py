@@ -32,13 +32,24 @@ from dataclasses import dataclass
 
 _OWNER = r"[A-Za-z0-9][A-Za-z0-9-]*"
 _REPO = r"[A-Za-z0-9._-]+"
+_LINK_ITEM = (
+    r"\[[^\]\n]{0,200}\]\(https?://[^\s/()]+/(?P<l_owner>"
+    + _OWNER
+    + r")/(?P<l_name>"
+    + _REPO
+    + r")"
+    r"/(?:pull|pulls|issues)/(?P<l_num>\d+)(?!\w)[^)\s]*\)"
+)
 _ITEM = (
+    r"(?:[*_]{1,2}(?=\S))?"  # bold or italic around the reference
     r"(?:(?:the[ \t]+)?(?:PRs?|pull[ \t]+requests?)[ \t]*)?"
-    r"(?P<open>\[)?"
+    r"(?:(?P<open>\[)?"
     r"(?:https?://[^\s/]+/(?P<u_owner>" + _OWNER + r")/(?P<u_name>" + _REPO + r")"
     r"/(?:pull|pulls|issues)/(?P<u_num>\d+)(?!\w)"
     r"|(?:(?P<owner>" + _OWNER + r")(?:/(?P<name>" + _REPO + r"))?)?#(?P<num>\d+)(?!\w))"
     r"(?(open)\](?:\([^)\s]*\))?)"
+    r"|" + _LINK_ITEM + r"|(?<=PR )(?P<p_num>\d+)(?!\w)(?![.,]\d))"  # "PR 123"
+    r"(?:[*_]{1,2})?"
 )
 # Hard-wrapped text may break a line after a phrase or a connective, never twice in a row.
 _WRAP = r"(?:[ \t]*\n)?[ \t]*"
@@ -56,7 +67,6 @@ _LINE_BREAK = re.compile(r"\n[ \t]*")
 _BULLET = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])[ \t]+")
 _NEGATION = re.compile(r"(?:\bnot|\bno[ \t]+longer|\bnever|n't)[ \t]*$", re.IGNORECASE)
 
-_DEPENDS_ON = re.compile(r"\bdepends(?:[ \t]+|-)on\b", re.IGNORECASE)
 _PART_OF = re.compile(r"\bpart[ \t]+of\b", re.IGNORECASE)
 _SUPERSEDED_BY = re.compile(r"\bsuperseded[ \t]+by\b", re.IGNORECASE)
 _MERGE = re.compile(r"\bmerge\b", re.IGNORECASE)
@@ -66,8 +76,11 @@ _MERGE_BRANCH = re.compile(
     re.IGNORECASE,
 )
 
+# Commands to stackbot are read as commands (stackbot.domain.commands), never as declarations.
+_COMMAND_LINE = re.compile(r" {0,3}/(?:stackbot|ok[ \t]+to[ \t]+test)\b", re.IGNORECASE)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_INLINE_CODE = re.compile(r"(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
+_QUOTED = re.compile(r"\"[^\"\n]{1,300}\"|\u201c[^\u201d\n]{1,300}\u201d")
 
 
 @dataclass(frozen=True)
@@ -122,8 +135,11 @@ class BranchMerge:
 
 
 def depends_on_refs(text: str) -> list[Reference]:
-    """Every reference named by a ``Depends on`` phrase, in order of appearance."""
-    return _refs_after(_DEPENDS_ON, prose(text))
+    """Every reference a dependency phrase names (``Depends on``, ``Stacked on``, ...: see
+    :mod:`stackbot.domain.dependency_text`), in order of appearance."""
+    from stackbot.domain.dependency_text import dependency_declarations
+
+    return [found.ref for found in dependency_declarations(text) if found.ref is not None]
 
 
 def part_of_refs(text: str) -> list[Reference]:
@@ -134,6 +150,14 @@ def part_of_refs(text: str) -> list[Reference]:
 def superseded_by_refs(text: str) -> list[Reference]:
     """Every reference named by a ``Superseded by`` phrase, in order."""
     return _refs_after(_SUPERSEDED_BY, prose(text))
+
+
+def superseded_by_declarations(text: str) -> list[tuple[Reference, str]]:
+    """Each ``Superseded by`` reference with the exact words that wrote it."""
+    return [
+        (ref, text[start:end].strip())
+        for ref, start, end in _refs_after_spans(_SUPERSEDED_BY, prose(text))
+    ]
 
 
 def merged_head_refs(message: str) -> list[Reference]:
@@ -158,43 +182,75 @@ def merged_branches(message: str) -> list[BranchMerge]:
 def prose(text: str) -> str:
     """The text an author declares things in: no quotes, code or HTML comments.
 
-    Removed parts become blanks so that words on either side do not join.
+    Removed parts become blanks of the same length (line breaks kept), so that words on either
+    side do not join and a position in the result is the same position in ``text``. Removed:
+    HTML comments, fenced and indented code blocks, inline code, lines quoted with ``>`` (as
+    e-mail replies quote), text between double quotes on one line, and command lines
+    (``/stackbot ...``, ``/ok to test ...``).
     """
-    text = _HTML_COMMENT.sub(" ", text)
+    text = _HTML_COMMENT.sub(_blank, text)
     kept: list[str] = []
     fence: str | None = None
-    for line in text.splitlines():
+    in_list = False
+    previous_blank = True
+    in_indented_code = False
+    for line in text.split("\n"):
         stripped = line.lstrip()
         marker = stripped[:3]
+        indented = line.startswith(("    ", "\t"))
         if fence is not None:
             if marker == fence:
                 fence = None
-            kept.append("")
-        elif marker in ("```", "~~~"):
+            kept.append(_blank_text(line))
+            continue
+        if marker in ("```", "~~~"):
             fence = marker
-            kept.append("")
-        elif stripped.startswith(">"):
-            kept.append("")
+            kept.append(_blank_text(line))
+        elif stripped and indented and (in_indented_code or (previous_blank and not in_list)):
+            in_indented_code = True
+            kept.append(_blank_text(line))
+        elif stripped.startswith(">") or _COMMAND_LINE.match(line):
+            kept.append(_blank_text(line))
         else:
-            kept.append(_INLINE_CODE.sub(" ", line))
+            in_indented_code = in_indented_code and not stripped
+            if stripped:
+                if _BULLET.match(line):
+                    in_list = True
+                elif not indented:
+                    in_list = False
+            kept.append(_QUOTED.sub(_blank, _INLINE_CODE.sub(_blank, line)))
+        previous_blank = not stripped
     return "\n".join(kept)
 
 
+def _blank(match: re.Match[str]) -> str:
+    return _blank_text(match.group(0))
+
+
+def _blank_text(text: str) -> str:
+    return re.sub(r"[^\n]", " ", text)
+
+
 def _refs_after(phrase: re.Pattern[str], text: str) -> list[Reference]:
-    refs: list[Reference] = []
+    return [ref for ref, _, _ in _refs_after_spans(phrase, text)]
+
+
+def _refs_after_spans(phrase: re.Pattern[str], text: str) -> list[tuple[Reference, int, int]]:
+    """Each reference a phrase names, with where the phrase starts and its list ends."""
+    refs: list[tuple[Reference, int, int]] = []
     for match in phrase.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
         if _NEGATION.search(text, line_start, match.start()):
             continue
         lead = _LEAD.match(text, match.end())
         assert lead is not None  # the lead pattern matches the empty string
-        found, _ = _ref_list(text, lead.end())
+        found, end = _ref_list(text, lead.end())
         if not found and _rest_of_line_is_blank(text, lead.end()):
-            found = _bullet_refs(text, lead.end())
+            found, end = _bullet_refs_spans(text, lead.end())
             wrapped = _LINE_BREAK.match(text, lead.end())
             if not found and wrapped is not None:
-                found, _ = _ref_list(text, wrapped.end())
-        refs.extend(found)
+                found, end = _ref_list(text, wrapped.end())
+        refs.extend((ref, match.start(), end) for ref in found)
     return refs
 
 
@@ -210,18 +266,25 @@ def _ref_list(text: str, pos: int) -> tuple[list[Reference], int]:
 
 
 def _bullet_refs(text: str, pos: int) -> list[Reference]:
+    return _bullet_refs_spans(text, pos)[0]
+
+
+def _bullet_refs_spans(text: str, pos: int) -> tuple[list[Reference], int]:
+    """References of the bullet list starting on the line after ``pos``; and where it ends."""
     found: list[Reference] = []
+    end = pos
     line_end = text.find("\n", pos)
     while line_end != -1:
         bullet = _BULLET.match(text, line_end + 1)
         if bullet is None:
             break
-        refs, _ = _ref_list(text, bullet.end())
+        refs, end_of_refs = _ref_list(text, bullet.end())
         if not refs:
             break
         found.extend(refs)
+        end = end_of_refs
         line_end = text.find("\n", bullet.end())
-    return found
+    return found, end
 
 
 def _rest_of_line_is_blank(text: str, pos: int) -> bool:
@@ -231,6 +294,14 @@ def _rest_of_line_is_blank(text: str, pos: int) -> bool:
 
 
 def _reference(match: re.Match[str]) -> Reference:
+    if match.group("l_num") is not None:
+        return Reference(
+            number=int(match.group("l_num")),
+            owner=match.group("l_owner"),
+            name=match.group("l_name"),
+        )
+    if match.group("p_num") is not None:
+        return Reference(number=int(match.group("p_num")))
     if match.group("u_num") is not None:
         return Reference(
             number=int(match.group("u_num")),

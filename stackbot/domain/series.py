@@ -13,17 +13,30 @@ Edges (child depends on parent) and where they come from:
   number cannot be matched with its neighbours and adds nothing.
 - ``base_branch``: the child's base ref is the head ref of another open PR whose head lives in
   the repository (``head_repo`` unknown, or equal to the configured repository).
-- ``depends_on``: ``Depends on`` phrases in the body (see :mod:`stackbot.domain.references`).
+- ``depends_on``: what the PR's author wrote in the body or in their own comments (comments by
+  anyone else never count; a stack tool's bot comment, ``graphite-app[bot]``, counts for its
+  stack list only): dependency phrases (:mod:`stackbot.domain.dependency_text`) and stack lists
+  (:mod:`stackbot.domain.stack_lists`). A branch name stands for the one open PR whose head it
+  is (in the repository); several such PRs are a ``conflict`` and no edge.
 - ``merged_head``: a commit message merging another PR (``Merge NVIDIA#8035's head``,
   ``Merge #8035``, ``Merge branch '<its head ref>'``), or a merge commit whose non-first parent
   is another PR's current head SHA. A branch merge of the child's own base or head ref, or of a
   branch several PRs share, names nothing.
 
-One edge is kept per (child, parent, source), so agreeing sources show up side by side.
+- ``override``: ``/stackbot depends-on #N`` (the ``overrides`` given, oldest first; the latest
+  for a (child, parent) pair is the one applied). ``/stackbot no-dependency #N`` removes the
+  ``depends_on`` edge to N (and no text edge to N is drawn); a ``native_stack``, ``base_branch``
+  or ``merged_head`` edge to N holds N's commits, so it stays and a ``conflict`` says so.
+
+One edge is kept per (child, parent, source), so agreeing sources show up side by side. Each
+edge keeps the exact text that declared it (the first declaration) and where it was written
+(``body``, ``comment 123 by @alice``, ``commit 1a2b3c4``, ``base ref``, ``native stack``, the
+override's command).
 References to the PR itself are ignored. References to other repositories (``depends_on`` and
 ``merged_head``) are listed in ``external`` and are not problems.
 
-Supersession: ``Superseded by #N`` in the body or any comment marks the PR superseded by N (the
+Supersession: ``Superseded by #N`` in the body or any comment (``supersessions`` keeps where
+and the words) marks the PR superseded by N (the
 last one written wins; a merged PR is never superseded, its code is in the base). Edges to it
 are redirected to its superseder, following chains; PRs that supersede each other in a loop are
 a ``conflict`` and are not redirected. A ``Superseded by`` another repository's PR is ignored.
@@ -63,6 +76,7 @@ from stackbot.domain.series_build import GraphBuild, edge_sort_key, index_record
 from stackbot.domain.series_records import (
     EDGE_SOURCES,
     PROBLEM_KINDS,
+    DependencyOverride,
     EdgeSource,
     ExternalRef,
     GraphProblem,
@@ -75,6 +89,7 @@ from stackbot.domain.series_records import (
 __all__ = [
     "EDGE_SOURCES",
     "PROBLEM_KINDS",
+    "DependencyOverride",
     "EdgeSource",
     "ExternalRef",
     "GraphProblem",
@@ -86,17 +101,25 @@ __all__ = [
 ]
 
 
-def build_series_graph(prs: Sequence[PrRecord], *, repo: str | None = None) -> SeriesGraph:
-    """The series graph of ``prs``; ``repo`` (``owner/name``) decides which references are local.
+def build_series_graph(
+    prs: Sequence[PrRecord],
+    *,
+    repo: str | None = None,
+    overrides: Sequence[DependencyOverride] = (),
+) -> SeriesGraph:
+    """The series graph of ``prs``; ``repo`` (``owner/name``) decides which references are local;
+    ``overrides`` (oldest first) are the ``/stackbot depends-on`` / ``no-dependency`` commands.
 
     Raises :class:`BadInput` when two records have the same number.
     """
     build = GraphBuild(index_records(prs), repo)
+    build.note_overrides(overrides)
     build.find_supersession()
     build.declare_native_stacks()
     build.declare_base_branches()
     build.declare_from_text()
     build.declare_merged_heads()
+    build.apply_overrides(overrides)
     build.report_base_branch_conflicts()
     live_parents = build.live_parents()
     ordering = build.order_live_prs(live_parents)
@@ -108,4 +131,6 @@ def build_series_graph(prs: Sequence[PrRecord], *, repo: str | None = None) -> S
         external=tuple(sorted(build.external)),
         superseded=dict(sorted(build.superseded.items())),
         cycle_breaks=ordering.breaks,
+        supersessions=tuple(sorted(build.supersessions, key=lambda item: item.pr)),
+        overrides=tuple(overrides),
     )

@@ -7,25 +7,28 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from stackbot.domain import series_order
-from stackbot.domain.records import PrRecord
+from stackbot.domain.dependency_text import Declared, clip, dependency_declarations
+from stackbot.domain.records import CommentRecord, PrRecord
 from stackbot.domain.references import (
     Reference,
-    depends_on_refs,
     merged_branches,
     merged_head_refs,
     part_of_refs,
-    superseded_by_refs,
+    superseded_by_declarations,
 )
 from stackbot.domain.series_records import (
     EDGE_SOURCES,
     PROBLEM_KINDS,
+    DependencyOverride,
     EdgeSource,
     ExternalRef,
     GraphProblem,
     ProblemKind,
     SeriesInfo,
     StackEdge,
+    Supersession,
 )
+from stackbot.domain.stack_lists import stack_list_parents
 from stackbot.domain.types import PrNumber, SeriesKey
 from stackbot.errors import BadInput
 
@@ -63,6 +66,27 @@ class _ProblemLog:
 
 StackIdentity = tuple[str, int]  # ("id", 17) or ("number", 3)
 
+# Stack tools that post the stack list as their own comment on the author's behalf: their
+# comments are read for stack lists only.
+STACK_TOOL_BOTS = frozenset({"graphite-app[bot]"})
+
+
+def comment_origin(comment: CommentRecord) -> str:
+    where = f"comment {comment.id}" if comment.id is not None else "comment"
+    return f"{where} by @{comment.author}"
+
+
+def authors_texts(pr: PrRecord) -> list[tuple[str, str]]:
+    """(origin, text) of what the PR's author wrote: the body, then their own comments."""
+    texts = [("body", pr.body)]
+    me = pr.author.lower()
+    texts += [
+        (comment_origin(comment), comment.body)
+        for comment in pr.comments
+        if me and comment.author.lower() == me
+    ]
+    return texts
+
 
 class GraphBuild:
     """One graph construction; build_series_graph calls its steps in order."""
@@ -78,6 +102,10 @@ class GraphBuild:
         self.edges: set[StackEdge] = set()
         self.stack_place: dict[PrNumber, tuple[StackIdentity, int]] = {}
         self.head_refs: dict[str, list[PrNumber]] = defaultdict(list)
+        self.open_heads: dict[str, list[PrNumber]] = defaultdict(list)
+        # (child, parent) pairs whose latest override is no-dependency: text edges skip them.
+        self.denied: set[tuple[int, int]] = set()
+        self.supersessions: list[Supersession] = []
 
     def is_live(self, pr: PrNumber) -> bool:
         record = self.records.get(pr)
@@ -100,15 +128,17 @@ class GraphBuild:
         for number, pr in self.records.items():
             if pr.merged:
                 continue
-            texts = [pr.body, *(comment.body for comment in pr.comments)]
+            texts = [("body", pr.body)]
+            texts += [(comment_origin(comment), comment.body) for comment in pr.comments]
             local = [
-                PrNumber(ref.number)
-                for text in texts
-                for ref in superseded_by_refs(text)
+                Supersession(number, PrNumber(ref.number), origin, clip(words))
+                for origin, text in texts
+                for ref, words in superseded_by_declarations(text)
                 if ref.is_local(self.repo) and ref.number != number
             ]
             if local:
-                self.superseded[number] = local[-1]
+                self.superseded[number] = local[-1].by
+                self.supersessions.append(local[-1])
         for number in self.superseded:
             final = self._follow_supersession(number)
             if final is not None:
@@ -152,6 +182,7 @@ class GraphBuild:
                 )
             below = positions.get(position - 1, [])
             for child in members:
+                what = f"position {position} of {name}"
                 if position > 1 and not below:
                     self._report_live(
                         child,
@@ -161,17 +192,18 @@ class GraphBuild:
                         f"position {position - 1}; include that PR",
                     )
                 for parent in below:
-                    self._declare(child, parent, "native_stack")
+                    self._declare(child, parent, "native_stack", what, "native stack")
 
     def declare_base_branches(self) -> None:
         heads: dict[str, list[PrNumber]] = defaultdict(list)
         for number, pr in self.records.items():
             if pr.is_open and not pr.merged and pr.head_ref and self._head_in_repo(pr):
                 heads[pr.head_ref].append(number)
+        self.open_heads = heads
         for number, pr in self.records.items():
             candidates = [other for other in heads.get(pr.base_ref, []) if other != number]
             if len(candidates) == 1:
-                self._declare(number, candidates[0], "base_branch")
+                self._declare(number, candidates[0], "base_branch", pr.base_ref, "base ref")
             elif candidates:
                 self._report_live(
                     number,
@@ -188,9 +220,40 @@ class GraphBuild:
 
     def declare_from_text(self) -> None:
         for number, pr in self.records.items():
-            for ref in depends_on_refs(pr.body):
-                self._declare_ref(number, ref, "depends_on")
+            for origin, text in authors_texts(pr):
+                for found in dependency_declarations(text):
+                    self._declare_written(number, found, origin)
+                for found in stack_list_parents(text, number):
+                    self._declare_written(number, found, origin)
+            for comment in pr.comments:
+                if comment.author.lower() in STACK_TOOL_BOTS:
+                    for found in stack_list_parents(comment.body, number):
+                        self._declare_written(number, found, comment_origin(comment))
             self._find_tracking_issue(number, pr.body)
+
+    def note_overrides(self, overrides: Sequence[DependencyOverride]) -> None:
+        latest = {(o.child, o.parent): o.kind for o in overrides}
+        self.denied = {pair for pair, kind in latest.items() if kind == "no_dependency"}
+
+    def _declare_written(self, child: PrNumber, found: Declared, origin: str) -> None:
+        denied = found.ref is not None and (child, found.ref.number) in self.denied
+        if denied and found.ref is not None and found.ref.is_local(self.repo):
+            return
+        if found.ref is not None:
+            self._declare_ref(child, found.ref, "depends_on", found.text, origin)
+            return
+        assert found.branch is not None
+        owners = [pr for pr in self.open_heads.get(found.branch, []) if pr != child]
+        if len(owners) == 1:
+            self._declare(child, owners[0], "depends_on", found.text, origin)
+        elif owners:
+            self._report_live(
+                child,
+                "conflict",
+                [child, *owners],
+                f"#{child} names branch {found.branch!r}, the head branch of each of "
+                f"{_numbers(owners)}; no edge is drawn",
+            )
 
     def _find_tracking_issue(self, number: PrNumber, body: str) -> None:
         local = (PrNumber(ref.number) for ref in part_of_refs(body) if ref.is_local(self.repo))
@@ -214,13 +277,43 @@ class GraphBuild:
                 self.head_refs[pr.head_ref].append(number)
         for number, pr in self.records.items():
             for commit in pr.commits:
+                origin = f"commit {commit.sha[:7]}"
+                line = clip(commit.message.split("\n", 1)[0])
                 for ref in merged_head_refs(commit.message):
-                    self._declare_ref(number, ref, "merged_head")
+                    self._declare_ref(number, ref, "merged_head", line, origin)
                 for parent in self._merged_branch_owners(pr, commit.message):
-                    self._declare(number, parent, "merged_head")
+                    self._declare(number, parent, "merged_head", line, origin)
                 for sha in commit.parents[1:]:
                     for parent in by_head_sha.get(sha.lower(), []):
-                        self._declare(number, parent, "merged_head")
+                        what = f"merge commit {commit.sha[:7]} has parent {sha[:7]}"
+                        self._declare(number, parent, "merged_head", what, origin)
+
+    def apply_overrides(self, overrides: Sequence[DependencyOverride]) -> None:
+        """Overrides beat what was read from text: ``depends-on`` adds an edge, ``no-dependency``
+        removes the text's edges. Edges GitHub's structure makes (a native stack, a base branch,
+        a merged head) hold the parent's commits and stay, with a ``conflict`` reported."""
+        latest = {(o.child, o.parent): o for o in overrides}  # a later one replaces an earlier
+        for override in latest.values():
+            if override.child not in self.records:
+                continue
+            if override.kind == "depends_on":
+                self._declare(
+                    override.child, override.parent, "override", override.text, override.origin
+                )
+                continue
+            targets = {override.parent, self.final_superseder.get(override.parent, override.parent)}
+            mine = {e for e in self.edges if e.child == override.child and e.parent in targets}
+            self.edges -= {e for e in mine if e.source in ("depends_on", "override")}
+            kept = sorted({e.source for e in mine} - {"depends_on", "override"})
+            if kept:
+                self._report_live(
+                    override.child,
+                    "conflict",
+                    [override.child, override.parent],
+                    f"#{override.child} says it does not depend on #{override.parent} "
+                    f"({override.origin}), but its {' and '.join(kept)} edge holds "
+                    f"#{override.parent}'s commits; that edge is kept",
+                )
 
     def _merged_branch_owners(self, pr: PrRecord, message: str) -> list[PrNumber]:
         """The PRs whose head branch a ``Merge branch 'x'`` message names, when unambiguous."""
@@ -237,13 +330,17 @@ class GraphBuild:
                     break
         return found
 
-    def _declare_ref(self, child: PrNumber, ref: Reference, source: EdgeSource) -> None:
+    def _declare_ref(
+        self, child: PrNumber, ref: Reference, source: EdgeSource, text: str, origin: str
+    ) -> None:
         if ref.is_local(self.repo):
-            self._declare(child, PrNumber(ref.number), source)
+            self._declare(child, PrNumber(ref.number), source, text, origin)
         else:
             self.external.add(ExternalRef(child, ref.text))
 
-    def _declare(self, child: PrNumber, target: PrNumber, source: EdgeSource) -> None:
+    def _declare(
+        self, child: PrNumber, target: PrNumber, source: EdgeSource, text: str, origin: str
+    ) -> None:
         """Turn one declared dependency into an edge, or into the problem it reveals."""
         parent = self.final_superseder.get(target, target)
         if parent != target and parent != child:
@@ -283,7 +380,7 @@ class GraphBuild:
                 f"#{child} depends on #{parent} ({source}), which was closed without merging; "
                 f"it is left out of #{child}'s stack",
             )
-        self.edges.add(StackEdge(child, parent, source))
+        self.edges.add(StackEdge(child, parent, source, text, origin))
 
     def _below_in_stack(self, child: PrNumber, parent: PrNumber) -> bool:
         if child not in self.stack_place:
@@ -296,7 +393,7 @@ class GraphBuild:
         named: dict[PrNumber, set[PrNumber]] = defaultdict(set)
         based: dict[PrNumber, set[PrNumber]] = defaultdict(set)
         for edge in self.edges:
-            if edge.source == "depends_on":
+            if edge.source in ("depends_on", "override"):
                 named[edge.child].add(edge.parent)
             elif edge.source == "base_branch":
                 based[edge.child].add(edge.parent)

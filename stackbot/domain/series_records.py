@@ -6,14 +6,21 @@ specification.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from stackbot.domain.types import PrNumber, SeriesKey
 
-EdgeSource = Literal["native_stack", "base_branch", "depends_on", "merged_head"]
+EdgeSource = Literal["native_stack", "base_branch", "depends_on", "merged_head", "override"]
+OverrideKind = Literal["depends_on", "no_dependency"]
 ProblemKind = Literal["cycle", "missing_parent", "closed_parent", "superseded_parent", "conflict"]
-EDGE_SOURCES: tuple[EdgeSource, ...] = ("native_stack", "base_branch", "depends_on", "merged_head")
+EDGE_SOURCES: tuple[EdgeSource, ...] = (
+    "native_stack",
+    "base_branch",
+    "depends_on",
+    "merged_head",
+    "override",
+)
 PROBLEM_KINDS: tuple[ProblemKind, ...] = (
     "cycle",
     "missing_parent",
@@ -25,9 +32,64 @@ PROBLEM_KINDS: tuple[ProblemKind, ...] = (
 
 @dataclass(frozen=True, order=True)
 class StackEdge:
+    """Child depends on parent. One edge per (child, parent, source): ``text`` and ``origin``
+    (where the first declaration was found) do not take part in equality."""
+
     child: PrNumber
     parent: PrNumber
     source: EdgeSource
+    # The exact words that declared it ("Stacked on top of #12"), or what GitHub said
+    # (the base branch's name, a merge commit's line).
+    text: str = field(default="", compare=False)
+    # Where: "body", "comment 123 by @alice", "commit 1a2b3c4", "base ref", "native stack id 7",
+    # "/stackbot depends-on by @alice (comment 55)".
+    origin: str = field(default="", compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "child": self.child,
+            "parent": self.parent,
+            "source": self.source,
+            "text": self.text,
+            "origin": self.origin,
+        }
+
+
+@dataclass(frozen=True)
+class DependencyOverride:
+    """``/stackbot depends-on #N`` or ``/stackbot no-dependency #N`` on PR ``child``, by its
+    author or a vetter; the latest one for a (child, parent) pair is the one kept."""
+
+    child: PrNumber
+    parent: PrNumber
+    kind: OverrideKind
+    by: str = ""
+    comment_id: int | None = None
+    text: str = ""
+
+    @property
+    def origin(self) -> str:
+        command = "depends-on" if self.kind == "depends_on" else "no-dependency"
+        where = f" (comment {self.comment_id})" if self.comment_id is not None else ""
+        return f"/stackbot {command} by @{self.by}{where}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "child": self.child,
+            "parent": self.parent,
+            "kind": self.kind,
+            "by": self.by,
+            "comment_id": self.comment_id,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class Supersession:
+    pr: PrNumber
+    by: PrNumber
+    origin: str  # "body" or "comment 123 by @alice"
+    text: str
 
 
 @dataclass(frozen=True)
@@ -62,6 +124,10 @@ class SeriesGraph:
     superseded: dict[int, PrNumber]  # PR -> the PR its text says supersedes it
     # Edges (child, parent) set aside to break cycles; they stay in ``edges``.
     cycle_breaks: tuple[tuple[PrNumber, PrNumber], ...] = ()
+    # Where each supersession was written (same keys as ``superseded``).
+    supersessions: tuple[Supersession, ...] = ()
+    # The overrides given, applied or not.
+    overrides: tuple[DependencyOverride, ...] = ()
 
     def series_of(self, pr: int) -> SeriesInfo | None:
         return next((info for info in self.series if pr in info.prs), None)
@@ -78,14 +144,16 @@ class SeriesGraph:
                 {"key": info.key, "prs": list(info.prs), "order": list(info.order)}
                 for info in self.series
             ],
-            "edges": [
-                {"child": edge.child, "parent": edge.parent, "source": edge.source}
-                for edge in self.edges
-            ],
+            "edges": [edge.to_json() for edge in self.edges],
             "stacks": {str(pr): list(stack) for pr, stack in sorted(self.stacks.items())},
             "problems": [
                 {"kind": problem.kind, "prs": list(problem.prs), "detail": problem.detail}
                 for problem in self.problems
             ],
             "external": [{"child": ref.child, "ref": ref.ref} for ref in self.external],
+            "superseded": [
+                {"pr": item.pr, "by": item.by, "source": item.origin, "text": item.text}
+                for item in self.supersessions
+            ],
+            "overrides": [override.to_json() for override in self.overrides],
         }

@@ -20,6 +20,7 @@ from sqlmodel import Session
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.db import github_store as store
+from stackbot.db import overrides_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import PullRequest
 from stackbot.domain.commands import is_trusted_author
@@ -103,12 +104,14 @@ def rebuild_graph(session: Session, *, repo: str, repo_id: int) -> SeriesGraph:
     """Rebuild the repository's graph from every stored PR and store edges, series, and who
     supersedes whom."""
     records = [store.pr_record(row) for row in store.list_pulls(session, repo_id=repo_id)]
-    graph = build_series_graph(records, repo=repo)
+    overrides = overrides_store.list_overrides(session, repo_id=repo_id)
+    graph = build_series_graph(records, repo=repo, overrides=overrides)
     store.replace_graph(
         session,
         repo_id=repo_id,
         edges=[(edge.child, edge.parent, edge.source) for edge in graph.edges],
         series=[_series_data(graph, info) for info in graph.series],
+        edge_texts={(e.child, e.parent, e.source): (e.text, e.origin) for e in graph.edges},
     )
     store.set_superseded(
         session, repo_id=repo_id, superseded={int(k): int(v) for k, v in graph.superseded.items()}

@@ -26,21 +26,26 @@ from sqlalchemy import Engine
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.db import github_store as store
-from stackbot.db import replies_store
+from stackbot.db import overrides_store, replies_store
 from stackbot.db.engine import session_scope
 from stackbot.domain import tasks
 from stackbot.domain.commands import (
+    DependsOn,
+    NoDependency,
     OkToTest,
     Retest,
     Status,
     Unknown,
     command_usage_reply,
     decide_ok_to_test,
+    dependency_on_itself_reply,
+    dependency_override_refusal,
     parse_command,
     retest_refusal,
 )
 from stackbot.domain.report import render_status_reply
-from stackbot.domain.tasks import Integrate, PrCommand, Report
+from stackbot.domain.stack_lists import declares_dependency
+from stackbot.domain.tasks import Integrate, PrCommand, Report, SyncPull
 from stackbot.services.report_views import build_report_view
 from stackbot.services.sync import sync_pull_request
 from stackbot.worker.registry import TaskContext, TaskRegistry
@@ -81,6 +86,8 @@ def run_command(
         return retest(client, settings, request, command)
     if isinstance(command, Status):
         return status(engine, client, settings, request)
+    if isinstance(command, DependsOn | NoDependency):
+        return dependency_override(engine, client, settings, request, command)
     assert isinstance(command, Unknown)
     return CommandOutcome(reply=command_usage_reply())
 
@@ -179,11 +186,62 @@ def status(
     return CommandOutcome(reply=render_status_reply(view))
 
 
+def dependency_override(
+    engine: Engine,
+    client: GitHubPort,
+    settings: Settings,
+    request: PrCommand,
+    command: DependsOn | NoDependency,
+) -> CommandOutcome:
+    """Store what the PR's author or a vetter says about one dependency, rebuild the graph."""
+    if not request.is_pull_request:
+        return CommandOutcome(reply=f"`{_verb(command)}` works on pull requests only.")
+    author = client.get_pull(request.repo, request.number).author
+    by_author = bool(author) and author.lower() == request.author.lower()
+    vetter = None if by_author else is_vetter(client, settings, request.repo, request.author)
+    if not (by_author or vetter):
+        return CommandOutcome(reply=dependency_override_refusal(request.author), vetter=False)
+    if command.parent == request.number:
+        return CommandOutcome(reply=dependency_on_itself_reply(), vetter=vetter)
+    with session_scope(engine) as session:
+        repository = store.get_repository(session, full_name=request.repo)
+        if repository is None:
+            repository = store.upsert_repository(
+                session, full_name=request.repo, clone_url=client.clone_url(request.repo)
+            )
+        assert repository.id is not None
+        overrides_store.save_override(
+            session,
+            repo_id=repository.id,
+            child=request.number,
+            parent=command.parent,
+            kind="depends_on" if isinstance(command, DependsOn) else "no_dependency",
+            login=request.author,
+            comment_id=request.comment_id,
+            text=command.line,
+        )
+    synced = sync_pull_request(engine, client, settings, repo=request.repo, number=request.number)
+    # Queued on a redo too (dedupe collapses): the graph changed, so its integrations may have.
+    outcome = CommandOutcome(vetter=vetter)
+    why = f"{request.author}: {_verb(command)} #{command.parent} on #{request.number}"
+    for key in synced.series_keys or (None,):
+        outcome.follow_ups.append(Integrate(request.repo, key, request.number, why))
+    outcome.follow_ups.append(Report.of(request.repo, synced.related))
+    return outcome
+
+
+def _verb(command: DependsOn | NoDependency) -> str:
+    return "/stackbot depends-on" if isinstance(command, DependsOn) else "/stackbot no-dependency"
+
+
 # -- the task ---------------------------------------------------------------------------------
 
 
 def handle_pr_command(ctx: TaskContext, request: PrCommand) -> None:
     if parse_command(request.body) is None:
+        if request.is_pull_request and declares_dependency(request.body, request.number):
+            # It may declare a dependency (the graph build decides whether its writer counts).
+            ctx.enqueue_task(SyncPull(request.repo, request.number, "comment"))
         return
     client = ctx.github()
     outcome = run_command(ctx.engine, client, ctx.settings, request)

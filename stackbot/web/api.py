@@ -51,6 +51,7 @@ def api_pull(request: Request, number: PullNumber) -> dict[str, Any]:
         "head_ref": detail["head_ref"],
         "parents": [{"number": n, "source": s} for n, s in detail["parents"]],
         "children": [{"number": n, "source": s} for n, s in detail["children"]],
+        "dependencies": detail["parent_edges"],
         "runs": [run.to_json() for run in detail["runs"]],
         "series": detail["series"].key if detail["series"] else None,
         "approvals": detail["approvals"],

@@ -74,9 +74,22 @@ def series(request: Request, slug: str) -> HTMLResponse:
     sources: dict[tuple[int, int], list[str]] = {}
     for child, parent, source in page.edges:
         sources.setdefault((child, parent), []).append(source)
-    edges = [GraphEdge(c, p, ", ".join(sorted(found))) for (c, p), found in sources.items()]
+    edges = [
+        GraphEdge(c, p, ", ".join(sorted(found)), _edge_title(page, c, p, sorted(found)))
+        for (c, p), found in sources.items()
+    ]
     layout = layout_graph(nodes, edges)
     return TEMPLATES.TemplateResponse(request, "series.html", {"page": page, "layout": layout})
+
+
+def _edge_title(page: readmodel.SeriesPage, child: int, parent: int, sources: list[str]) -> str:
+    """The tooltip of one arrow: each source, where it was written and its exact words."""
+    lines = [f"#{child} depends on #{parent}"]
+    for source in sources:
+        text, origin = page.edge_texts.get((child, parent, source), ("", ""))
+        where = f" ({origin})" if origin else ""
+        lines.append(f"{source}{where}: {text}" if text else f"{source}{where}")
+    return "\n".join(lines)
 
 
 @router.get("/pulls/{number}", response_class=HTMLResponse)

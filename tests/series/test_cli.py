@@ -72,13 +72,33 @@ def test_clean_series_exits_0_with_json(tmp_path: Path) -> None:
     assert json.loads(result.stdout) == {
         "series": [{"key": "#6307", "prs": [8034, 8035, 8748], "order": [8034, 8035, 8748]}],
         "edges": [
-            {"child": 8035, "parent": 8034, "source": "base_branch"},
-            {"child": 8035, "parent": 8034, "source": "depends_on"},
-            {"child": 8748, "parent": 8035, "source": "merged_head"},
+            {
+                "child": 8035,
+                "parent": 8034,
+                "source": "base_branch",
+                "text": "yx/b1",
+                "origin": "base ref",
+            },
+            {
+                "child": 8035,
+                "parent": 8034,
+                "source": "depends_on",
+                "text": "Depends on #8034",
+                "origin": "body",
+            },
+            {
+                "child": 8748,
+                "parent": 8035,
+                "source": "merged_head",
+                "text": "Merge NVIDIA#8035's head (which contains NVIDIA#8034)",
+                "origin": "commit ccccccc",
+            },
         ],
         "stacks": {"8034": [8034], "8035": [8034, 8035], "8748": [8034, 8035, 8748]},
         "problems": [],
         "external": [],
+        "superseded": [],
+        "overrides": [],
     }
 
 
@@ -196,9 +216,9 @@ def test_optional_fields_default(tmp_path: Path, capsys: pytest.CaptureFixture[s
         main(["series", "graph", "--from-json", write(tmp_path / "prs.json", data), "--json"]) == 0
     )
     graph = json.loads(capsys.readouterr().out)
-    assert graph["edges"] == [
-        {"child": 2, "parent": 1, "source": "base_branch"},
-        {"child": 3, "parent": 1, "source": "merged_head"},
+    assert [(e["child"], e["parent"], e["source"]) for e in graph["edges"]] == [
+        (2, 1, "base_branch"),
+        (3, 1, "merged_head"),
     ]
     assert graph["stacks"]["2"] == [1, 2]
 
@@ -211,7 +231,13 @@ def test_repo_option_decides_what_is_local(
     )
     assert main(["series", "graph", "--from-json", path, "--json", "--repo", "acme/app"]) == 0
     assert json.loads(capsys.readouterr().out)["edges"] == [
-        {"child": 1, "parent": 2, "source": "depends_on"}
+        {
+            "child": 1,
+            "parent": 2,
+            "source": "depends_on",
+            "text": "Depends on acme/app#2",
+            "origin": "body",
+        }
     ]
     assert main(["series", "graph", "--from-json", path, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["external"] == [{"child": 1, "ref": "acme/app#2"}]

@@ -350,7 +350,15 @@ def test_to_json_has_the_documented_shape() -> None:
     )
     assert graph.to_json() == {
         "series": [{"key": "#100", "prs": [1, 2], "order": [1, 2]}],
-        "edges": [{"child": 2, "parent": 1, "source": "depends_on"}],
+        "edges": [
+            {
+                "child": 2,
+                "parent": 1,
+                "source": "depends_on",
+                "text": "Depends on #1 and other/x#3",
+                "origin": "body",
+            }
+        ],
         "stacks": {"1": [1], "2": [1, 2], "4": [4]},
         "problems": [
             {
@@ -360,4 +368,6 @@ def test_to_json_has_the_documented_shape() -> None:
             }
         ],
         "external": [{"child": 2, "ref": "other/x#3"}],
+        "superseded": [],
+        "overrides": [],
     }

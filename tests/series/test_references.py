@@ -157,7 +157,9 @@ def test_locality(ref: Reference, repo: str | None, local: bool) -> None:
 
 def test_prose_keeps_line_structure() -> None:
     text = "a\n```\ncode\n```\n> quote\nb `x` c"
-    assert prose(text).splitlines() == ["a", "", "", "", "", "b   c"]
+    # Blanks of the same length: a position in the prose is the same position in the text.
+    assert prose(text).splitlines() == ["a", "   ", "    ", "   ", "       ", "b     c"]
+    assert len(prose(text)) == len(text)
 
 
 numbers = st.lists(st.integers(min_value=1, max_value=99999), min_size=1, max_size=6)

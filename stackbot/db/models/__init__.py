@@ -13,6 +13,7 @@ from stackbot.db.models.github import (
 from stackbot.db.models.integration import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import Job, TestResult
 from stackbot.db.models.maintenance import MaintenanceRun
+from stackbot.db.models.overrides import DependencyOverrideRow
 from stackbot.db.models.replies import CommandReply
 from stackbot.db.models.tasks import Task
 
@@ -20,6 +21,7 @@ __all__ = [
     "Approval",
     "CommandReply",
     "DependencyEdge",
+    "DependencyOverrideRow",
     "IntegrationRun",
     "IntegrationStep",
     "Job",

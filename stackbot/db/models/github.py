@@ -70,7 +70,11 @@ class DependencyEdge(SQLModel, table=True):
     repo_id: int = Field(foreign_key="repositories.id", index=True)
     child: int = Field(index=True)
     parent: int = Field(index=True)
-    source: str = Field(max_length=20)  # native_stack | base_branch | depends_on | merged_head
+    # native_stack | base_branch | depends_on | merged_head | override
+    source: str = Field(max_length=20)
+    # The exact words that declared the edge, and where they were (body, a comment, a commit).
+    text: str | None = Field(default=None, sa_column=text_column())
+    origin: str | None = Field(default=None, sa_column=text_column())
 
 
 class Series(SQLModel, table=True):

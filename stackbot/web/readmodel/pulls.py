@@ -125,6 +125,11 @@ def pull_detail(session: Session, number: int, repo: str | None = None) -> dict[
         "head_ref": pr.head_ref,
         "parents": sorted({(e.parent, e.source) for e in parents}),
         "children": sorted({(e.child, e.source) for e in children}),
+        # Each edge with the exact words that declared it and where they were written.
+        "parent_edges": [
+            {"parent": e.parent, "source": e.source, "text": e.text or "", "origin": e.origin or ""}
+            for e in sorted(parents, key=lambda e: (e.parent, e.source))
+        ],
         "runs": [run_summary(run) for run in runs],
         "series": series,
         "approvals": [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -66,6 +66,12 @@ class SeriesPage:
     series_steps: tuple[StepRow, ...]
     series_tests: tuple[TestCell, ...]
     conflict_matrix: dict[str, Any] | None = None
+    # (child, parent, source) -> (the exact declaring text, where it was written)
+    edge_texts: dict[tuple[int, int, str], tuple[str, str]] = field(default_factory=dict)
+
+    def edge_json(self, child: int, parent: int, source: str) -> dict[str, Any]:
+        text, origin = self.edge_texts.get((child, parent, source), ("", ""))
+        return {"child": child, "parent": parent, "source": source, "text": text, "origin": origin}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,7 +81,7 @@ class SeriesPage:
             "order": self.order,
             "problems": self.problems,
             "pulls": [row.to_json() for row in self.pulls],
-            "edges": [{"child": c, "parent": p, "source": s} for c, p, s in self.edges],
+            "edges": [self.edge_json(c, p, s) for c, p, s in self.edges],
             "series_run": self.series_run.to_json() if self.series_run else None,
             "series_steps": [step.to_json() for step in self.series_steps],
             "series_tests": [cell.to_json() for cell in self.series_tests],
@@ -160,6 +166,7 @@ def series_page(session: Session, key: str, repo: str | None = None) -> SeriesPa
         problems=list(series.problems),
         pulls=tuple(pulls),
         edges=tuple((e.child, e.parent, e.source) for e in edges),
+        edge_texts={(e.child, e.parent, e.source): (e.text or "", e.origin or "") for e in edges},
         series_run=run_summary(series_run) if series_run else None,
         series_steps=steps,
         series_tests=tests,

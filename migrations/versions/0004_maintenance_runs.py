@@ -1,6 +1,6 @@
 """maintenance_runs: what each maintenance round removed and the disk use it measured
 
-Revision ID: 0004_i11maint
+Revision ID: 0004
 Revises: 0003
 Create Date: 2026-12-03 09:20:00
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-revision: str = "0004_i11maint"
+revision: str = "0004"
 down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
