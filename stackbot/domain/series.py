@@ -73,6 +73,7 @@ from collections.abc import Sequence
 
 from stackbot.domain.records import PrRecord
 from stackbot.domain.series_build import GraphBuild, edge_sort_key, index_records
+from stackbot.domain.series_order import Stacks
 from stackbot.domain.series_records import (
     EDGE_SOURCES,
     PROBLEM_KINDS,
@@ -126,7 +127,7 @@ def build_series_graph(
     return SeriesGraph(
         edges=tuple(sorted(build.edges, key=edge_sort_key)),
         series=build.series(ordering),
-        stacks={pr: ordering.stack(pr, live_parents[pr]) for pr in build.records},
+        stacks=Stacks(ordering, live_parents),
         problems=build.problems.sorted(),
         external=tuple(sorted(build.external)),
         superseded=dict(sorted(build.superseded.items())),

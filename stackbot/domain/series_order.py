@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from stackbot.domain.types import PrNumber
@@ -132,11 +132,15 @@ def strongly_connected(nodes: Iterable[PrNumber], parents: Parents) -> list[set[
 
 @dataclass(frozen=True)
 class LiveOrder:
-    """The live PRs in one order, with the cycles found and the edges set aside to break them."""
+    """The live PRs in one order, with the cycles found and the edges set aside to break them.
+
+    Only what is linear in the PRs and edges is kept (the order, each PR's parents, positions);
+    ancestors and stacks are derived on demand, so a 10,000-PR chain does not hold 50 million
+    ancestor entries.
+    """
 
     order: tuple[PrNumber, ...]
     parents: Mapping[PrNumber, frozenset[PrNumber]]  # without the edges set aside
-    ancestors: Mapping[PrNumber, frozenset[PrNumber]]
     cycles: tuple[tuple[PrNumber, ...], ...]
     breaks: tuple[tuple[PrNumber, PrNumber], ...]
     position: Mapping[PrNumber, int]
@@ -154,43 +158,106 @@ class LiveOrder:
             acyclic[broken[0]].discard(broken[1])
             breaks.append(broken)
         order = topological_order(members, acyclic)
-        ancestors: dict[PrNumber, frozenset[PrNumber]] = {}
-        for pr in order:
-            found: set[PrNumber] = set()
-            for parent in acyclic[pr]:
-                found.add(parent)
-                found |= ancestors[parent]
-            ancestors[pr] = frozenset(found)
         return cls(
             order=tuple(order),
             parents={pr: frozenset(acyclic[pr]) for pr in order},
-            ancestors=ancestors,
             cycles=tuple(cycles),
             breaks=tuple(breaks),
             position={pr: place for place, pr in enumerate(order)},
         )
 
+    def ancestors_of(self, starts: Iterable[PrNumber]) -> set[PrNumber]:
+        """``starts`` that are live and every live PR they depend on, directly or not."""
+        found: set[PrNumber] = set()
+        todo = [pr for pr in starts if pr in self.parents]
+        while todo:
+            pr = todo.pop()
+            if pr not in found:
+                found.add(pr)
+                todo.extend(self.parents[pr] - found)
+        return found
+
     def stack(self, pr: PrNumber, live_parents: Collection[PrNumber]) -> list[PrNumber]:
         """``pr`` after its live ancestors, parents first.
 
         For a live PR ``live_parents`` is ignored (its own parents are known); a PR that is not
-        live gets the ancestors of the live parents it names.
+        live gets the ancestors of the live parents it names. Time: the stack's size (log).
         """
-        if pr in self.ancestors:
-            below: set[PrNumber] = set(self.ancestors[pr])
-        else:
-            below = set(live_parents)
-            for parent in live_parents:
-                below |= self.ancestors.get(parent, frozenset())
+        below = self.ancestors_of(self.parents.get(pr, live_parents))
         # The global order restricted to a set closed under ancestors is that set's own
         # smallest-first topological order, so no second sort by dependency is needed.
         return [*sorted(below, key=self.position.__getitem__), pr]
 
     def order_of(self, members: Iterable[PrNumber]) -> tuple[PrNumber, ...]:
-        """The live ``members`` in order, keeping dependencies that pass through non-members."""
-        chosen = {pr for pr in members if pr in self.ancestors}
-        through = {pr: self.ancestors[pr] & chosen for pr in chosen}
+        """The live ``members`` in order, keeping dependencies that pass through non-members.
+
+        Each member depends on the nearest members above it, found through non-members only
+        (the same reachability as all its ancestors among the members, so the same order);
+        non-members are visited once per call, in the global order.
+        """
+        chosen = {pr for pr in members if pr in self.parents}
+        if not chosen:
+            return ()
+        # A PR placed before every member has no member among its ancestors: not visited.
+        first = min(self.position[pr] for pr in chosen)
+        outside: set[PrNumber] = set()
+        todo = [p for pr in chosen for p in self.parents[pr] if p not in chosen]
+        while todo:
+            pr = todo.pop()
+            if pr not in outside and self.position[pr] > first:
+                outside.add(pr)
+                todo.extend(p for p in self.parents[pr] if p not in chosen and p not in outside)
+        reach: dict[PrNumber, frozenset[PrNumber]] = {}
+        for pr in sorted(outside, key=self.position.__getitem__):
+            reach[pr] = self._nearest(pr, chosen, reach)
+        through = {pr: self._nearest(pr, chosen, reach) for pr in chosen}
         return tuple(topological_order(chosen, through))
+
+    def _nearest(
+        self,
+        pr: PrNumber,
+        chosen: set[PrNumber],
+        reach: Mapping[PrNumber, frozenset[PrNumber]],
+    ) -> frozenset[PrNumber]:
+        found: set[PrNumber] = set()
+        for parent in self.parents[pr]:
+            if parent in chosen:
+                found.add(parent)
+            else:
+                found |= reach.get(parent, frozenset())
+        return frozenset(found)
+
+
+class Stacks(Mapping[int, list[PrNumber]]):
+    """Every PR's stack, derived when asked for (see :meth:`LiveOrder.stack`).
+
+    Holds the order and each PR's live parents, which are linear in the PRs and edges; a
+    materialised ``{pr: stack}`` is quadratic on a long chain.
+    """
+
+    def __init__(
+        self, ordering: LiveOrder, live_parents: Mapping[PrNumber, Collection[PrNumber]]
+    ) -> None:
+        self._ordering = ordering
+        self._live_parents = live_parents
+
+    def __getitem__(self, pr: int) -> list[PrNumber]:
+        if pr not in self._live_parents:
+            raise KeyError(pr)
+        number = PrNumber(pr)
+        return self._ordering.stack(number, self._live_parents[number])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._live_parents)
+
+    def __len__(self) -> int:
+        return len(self._live_parents)
+
+    def __contains__(self, pr: object) -> bool:
+        return pr in self._live_parents
+
+    def __repr__(self) -> str:
+        return f"Stacks(<{len(self)} PRs, derived on demand>)"
 
 
 @dataclass(frozen=True)
@@ -268,5 +335,6 @@ def _untracked_components(
 
 def _root(members: Collection[PrNumber], parents: Mapping[PrNumber, set[PrNumber]]) -> PrNumber:
     """The smallest member with no parent among the members (the smallest one if all have)."""
-    roots = [pr for pr in members if not parents.get(pr, set()) & set(members)]
+    inside = set(members)
+    roots = [pr for pr in inside if not parents.get(pr, set()) & inside]
     return min(roots) if roots else min(members)

@@ -6,7 +6,9 @@ specification.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from stackbot.domain.types import PrNumber, SeriesKey
@@ -118,7 +120,8 @@ class SeriesInfo:
 class SeriesGraph:
     edges: tuple[StackEdge, ...]
     series: tuple[SeriesInfo, ...]
-    stacks: dict[int, list[PrNumber]]  # keyed by every PR given
+    # Keyed by every PR given; derived on demand (series_order.Stacks), a mapping like a dict.
+    stacks: Mapping[int, list[PrNumber]]
     problems: tuple[GraphProblem, ...]
     external: tuple[ExternalRef, ...]
     superseded: dict[int, PrNumber]  # PR -> the PR its text says supersedes it
@@ -130,13 +133,37 @@ class SeriesGraph:
     overrides: tuple[DependencyOverride, ...] = ()
 
     def series_of(self, pr: int) -> SeriesInfo | None:
-        return next((info for info in self.series if pr in info.prs), None)
+        return self._series_by_pr.get(pr)
 
     def parents_of(self, pr: int) -> tuple[PrNumber, ...]:
-        return tuple(sorted({edge.parent for edge in self.edges if edge.child == pr}))
+        return self._neighbours[0].get(pr, ())
 
     def children_of(self, pr: int) -> tuple[PrNumber, ...]:
-        return tuple(sorted({edge.child for edge in self.edges if edge.parent == pr}))
+        return self._neighbours[1].get(pr, ())
+
+    # Indexes built once on first use (linear in the edges and members), so that asking for
+    # every PR's parents is linear too, not edges x PRs.
+    @cached_property
+    def _series_by_pr(self) -> dict[int, SeriesInfo]:
+        found: dict[int, SeriesInfo] = {}
+        for info in self.series:
+            for pr in info.prs:
+                found.setdefault(pr, info)
+        return found
+
+    @cached_property
+    def _neighbours(
+        self,
+    ) -> tuple[dict[int, tuple[PrNumber, ...]], dict[int, tuple[PrNumber, ...]]]:
+        parents: dict[int, set[PrNumber]] = {}
+        children: dict[int, set[PrNumber]] = {}
+        for edge in self.edges:
+            parents.setdefault(edge.child, set()).add(edge.parent)
+            children.setdefault(edge.parent, set()).add(edge.child)
+        return (
+            {pr: tuple(sorted(found)) for pr, found in parents.items()},
+            {pr: tuple(sorted(found)) for pr, found in children.items()},
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,6 +1,7 @@
 """The ``conflict_matrix`` task: pairwise conflicts of a series' live PRs on the base
 (generated files ignored), computed by :mod:`stackbot.services.conflicts` with the worker's
-cache (a push to one PR recomputes only its pairs), stored on the series for the dashboard."""
+cache and the matrix stored last time (a push to one PR recomputes only its pairs, in any
+worker process), stored on the series for the dashboard."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.domain import tasks
 from stackbot.domain.types import PrNumber, Sha
-from stackbot.services.conflicts import conflict_matrix
+from stackbot.services.conflicts import ConflictMatrix, conflict_matrix
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 
@@ -32,6 +33,7 @@ def handle_conflict_matrix(ctx: TaskContext, task: tasks.ConflictMatrix) -> None
             if row.number in series.order
         }
         clone_url, base_ref, series_id = repository.clone_url, repository.default_branch, series.id
+        previous = ConflictMatrix.from_json(series.conflict_matrix or {})
         order = [n for n in series.order if n in heads]
     mirror = GitMirror.open_or_clone(clone_url, ctx.settings.mirrors_dir)
     # Its merges write objects a concurrent repack must not drop.
@@ -43,6 +45,7 @@ def handle_conflict_matrix(ctx: TaskContext, task: tasks.ConflictMatrix) -> None
             [(PrNumber(n), Sha(heads[n])) for n in order],
             generated=ctx.settings.generated_files,
             cache=ctx.services.conflict_cache(mirror),
+            previous=previous,
         )
     with session_scope(ctx.engine) as session:
         row = store.get_series_by_id(session, series_id=series_id) if series_id else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -110,7 +111,7 @@ def rebuild_graph(session: Session, *, repo: str, repo_id: int) -> SeriesGraph:
         session,
         repo_id=repo_id,
         edges=[(edge.child, edge.parent, edge.source) for edge in graph.edges],
-        series=[_series_data(graph, info) for info in graph.series],
+        series=series_data(graph),
         edge_texts={(e.child, e.parent, e.source): (e.text, e.origin) for e in graph.edges},
     )
     store.set_superseded(
@@ -119,21 +120,32 @@ def rebuild_graph(session: Session, *, repo: str, repo_id: int) -> SeriesGraph:
     return graph
 
 
-def _series_data(graph: SeriesGraph, info: Any) -> store.SeriesData:
-    members = set(info.prs)
-    problems = tuple(
-        {"kind": p.kind, "prs": list(p.prs), "detail": p.detail}
-        for p in graph.problems
-        if members & set(p.prs)
-    )
-    return store.SeriesData(
-        key=info.key,
-        order=tuple(info.order),
-        tracking_issue=info.tracking_issue,
-        root_pr=info.root,
-        problems=problems,
-        prs=tuple(info.prs),
-    )
+def series_data(graph: SeriesGraph) -> list[store.SeriesData]:
+    """What is stored for each series: its order, members and the problems naming a member.
+
+    Problems are matched through the PRs they name (linear), not series x problems."""
+    naming: dict[int, list[int]] = defaultdict(list)  # PR -> indexes of problems naming it
+    for index, problem in enumerate(graph.problems):
+        for number in dict.fromkeys(problem.prs):
+            naming[number].append(index)
+    found = []
+    for info in graph.series:
+        indexes = sorted({index for number in info.prs for index in naming.get(number, ())})
+        problems = tuple(
+            {"kind": p.kind, "prs": list(p.prs), "detail": p.detail}
+            for p in (graph.problems[index] for index in indexes)
+        )
+        found.append(
+            store.SeriesData(
+                key=info.key,
+                order=tuple(info.order),
+                tracking_issue=info.tracking_issue,
+                root_pr=info.root,
+                problems=problems,
+                prs=tuple(info.prs),
+            )
+        )
+    return found
 
 
 def _fingerprint(row: PullRequest | None) -> tuple[Any, ...] | None:
