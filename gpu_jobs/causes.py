@@ -101,7 +101,7 @@ def _conftest(lines: list[str], root: str) -> Cause | None:
     if start is None:
         return None
     path = _relative(_CONFTEST.match(lines[start])[1], root)  # type: ignore[index]
-    return _with_error(lines, start, f"while importing {path}", from_pytest=True)
+    return _with_error(lines, start, f"while importing {path}", root)
 
 
 def _collecting(lines: list[str], root: str) -> Cause | None:
@@ -109,7 +109,7 @@ def _collecting(lines: list[str], root: str) -> Cause | None:
     if start is None:
         return None
     path = _relative(_COLLECTING.match(lines[start])[1], root)  # type: ignore[index]
-    return _with_error(lines, start, f"while collecting {path}", from_pytest=True)
+    return _with_error(lines, start, f"while collecting {path}", root)
 
 
 def _internal(lines: list[str], root: str) -> Cause | None:
@@ -118,7 +118,8 @@ def _internal(lines: list[str], root: str) -> Cause | None:
         return None
     error = next((i for i in reversed(internal) if _ERROR.match(lines[i])), internal[-1])
     summary = lines[error].removeprefix("INTERNALERROR>").strip()
-    return _cause(f"pytest internal error: {summary}", lines, max(internal[0], error - 10), error)
+    start = max(internal[0], error - 10)
+    return _cause(f"pytest internal error: {summary}", lines, start, error, root, from_pytest=True)
 
 
 def _usage(lines: list[str], root: str) -> Cause | None:
@@ -130,14 +131,14 @@ def _usage(lines: list[str], root: str) -> Cause | None:
     if at + 1 < len(lines) and lines[at + 1].strip().startswith("("):
         end = at + 1  # "ERROR: not found: x.py::t" is followed by "(no match in any of [...])"
         summary += " " + lines[end].strip()
-    return _cause(_relative(summary, root), lines, at, end, from_pytest=True)
+    return _cause(_relative(summary, root), lines, at, end, root, from_pytest=True)
 
 
 def _fatal(lines: list[str], root: str) -> Cause | None:
     at = _last_index(lines, _FATAL)
     if at is None:
         return None
-    return _cause(lines[at], lines, at, min(len(lines) - 1, at + 6))
+    return _cause(lines[at], lines, at, min(len(lines) - 1, at + 6), root)
 
 
 def _last_error(lines: list[str], root: str) -> Cause | None:
@@ -145,10 +146,10 @@ def _last_error(lines: list[str], root: str) -> Cause | None:
     if at is None:
         return None
     summary = _ERROR.match(lines[at])[1]  # type: ignore[index]
-    return _cause(_relative(summary, root), lines, max(0, at - 8), at)
+    return _cause(_relative(summary, root), lines, max(0, at - 8), at, root)
 
 
-def _with_error(lines: list[str], start: int, where: str, *, from_pytest: bool) -> Cause:
+def _with_error(lines: list[str], start: int, where: str, root: str) -> Cause:
     """The error line that follows ``start`` (pytest's ``E   SomeError: ...``) + ``where``."""
     error, end = None, min(len(lines) - 1, start + 40)
     for i in range(start + 1, end + 1):
@@ -159,13 +160,15 @@ def _with_error(lines: list[str], start: int, where: str, *, from_pytest: bool) 
         if match:
             error, end = match[1], i
     summary = f"{error} {where}" if error else f"{lines[start].strip()} ({where})"
-    return _cause(summary, lines, start, end, from_pytest=from_pytest)
+    return _cause(summary, lines, start, end, root, from_pytest=True)
 
 
 def _cause(
-    summary: str, lines: list[str], start: int, end: int, *, from_pytest: bool = False
+    summary: str, lines: list[str], start: int, end: int, root: str, *, from_pytest: bool = False
 ) -> Cause:
-    excerpt = [line for line in lines[start : end + 1] if line.strip()]
+    # The tree's own directory is cut from the excerpt too: it is the node's path, not the
+    # tree's, and the dashboard shows no paths of the machines behind it.
+    excerpt = [_relative(line, root) for line in lines[start : end + 1] if line.strip()]
     if len(excerpt) > MAX_EXCERPT_LINES:
         excerpt = [excerpt[0], "...", *excerpt[-(MAX_EXCERPT_LINES - 2) :]]
     summary = " ".join(summary.split())
