@@ -11,8 +11,9 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from gpu_jobs import __version__
 from gpu_jobs._fields import ContractError
@@ -26,6 +27,7 @@ from gpu_jobs.testsets import load_test_sets
 from gpu_jobs.verdict import result_from_out_dir
 
 EXIT_PASSED, EXIT_NOT_PASSED, EXIT_BAD_INPUT = 0, 1, 2
+T = TypeVar("T")
 
 
 class BadInput(Exception):
@@ -59,6 +61,27 @@ def build_parser() -> argparse.ArgumentParser:
     ad_hoc.add_argument("--backend", choices=["nccl", "gloo"])
     ad_hoc.add_argument("--no-node-check", action="store_true", help="skip the node check")
     ad_hoc.add_argument("--job-id", help="job id (default: a random one)")
+    conventions = run.add_argument_group(
+        "test conventions (added to the test set's; see gpu_jobs.conventions)"
+    )
+    conventions.add_argument("--markers", help="pytest -m expression, e.g. 'not internal'")
+    conventions.add_argument(
+        "--tolerate",
+        action="append",
+        default=[],
+        metavar="MARKER",
+        help="failures of tests with this marker are reported flaky (repeat)",
+    )
+    conventions.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="set for every rank"
+    )
+    conventions.add_argument(
+        "--min-world-size",
+        action="append",
+        default=[],
+        metavar="TARGET=N",
+        help="ranks TARGET needs; on fewer its failures are reported as such (repeat)",
+    )
     place = run.add_argument_group("placement (default: Slurm's environment, else one node)")
     place.add_argument("--node-rank", type=int)
     place.add_argument("--nnodes", type=int)
@@ -142,6 +165,10 @@ def _spec_from(args: argparse.Namespace) -> JobSpec:
     targets = list(args.target)
     test_set_name = args.test_set or "ad-hoc"
     timeout = args.timeout
+    env: dict[str, str] = {}
+    markers: str | None = None
+    tolerated: list[str] = []
+    min_world_size: dict[str, int] = {}
     if args.test_set:
         sets = load_test_sets(args.test_sets_file)
         if args.test_set not in sets:
@@ -150,6 +177,11 @@ def _spec_from(args: argparse.Namespace) -> JobSpec:
         chosen = sets[args.test_set]
         targets = targets or list(chosen.targets(args.reference))
         timeout = timeout or chosen.timeout_s
+        env, markers = dict(chosen.env), chosen.markers
+        tolerated, min_world_size = list(chosen.tolerated_markers), dict(chosen.min_world_size)
+    env.update(_pairs(args.env, "env", str))
+    min_world_size.update(_pairs(args.min_world_size, "min_world_size", _ranks))
+    tolerated += [name for name in args.tolerate if name not in tolerated]
     if not targets:
         raise BadInput("targets: give --target (repeatable) or --test-set")
     if args.checkout is None and not args.reference:
@@ -162,9 +194,33 @@ def _spec_from(args: argparse.Namespace) -> JobSpec:
         checkout=str(args.checkout.resolve()) if args.checkout else None,
         reference=args.reference,
         timeout_s=timeout or 3600.0,
+        env=env,
         launcher=LauncherOptions(device=args.device, backend=args.backend),
         node_check=not args.no_node_check,
+        markers=args.markers if args.markers is not None else markers,
+        tolerated_markers=tuple(tolerated),
+        min_world_size=min_world_size,
     )
+
+
+def _pairs(items: list[str], name: str, value: Callable[[str], T]) -> dict[str, T]:
+    found: dict[str, T] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"{name}: {item!r} is not KEY=VALUE")
+        try:
+            found[key.strip()] = value(text)
+        except ValueError:
+            raise BadInput(f"{name}: {item!r}: {text!r} is not a number of ranks") from None
+    return found
+
+
+def _ranks(text: str) -> int:
+    ranks = int(text)
+    if ranks < 1:
+        raise ValueError(text)
+    return ranks
 
 
 def _write_refusal(out_dir: Path, spec_path: Path, message: str) -> None:
@@ -209,6 +265,8 @@ def _list_test_sets(path: Path | None) -> int:
             print(f"    megatron:  {target}")
         for target in test_set.reference_targets:
             print(f"    reference: {target}")
+        for key, value in test_set.conventions().items():
+            print(f"    {key}: {value}")
     return EXIT_PASSED
 
 

@@ -117,6 +117,15 @@ class FieldReader:
             raise ContractError(self.name(key), "expected an object of string values")
         return dict(value)
 
+    def count_map(self, key: str) -> dict[str, int]:
+        """An object of positive integers, such as ``{"tests/x.py": 8}``."""
+        value = self.raw(key, {})
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and k.strip() and type(v) is int and v >= 1 for k, v in value.items()
+        ):
+            raise ContractError(self.name(key), "expected an object of positive integers")
+        return dict(value)
+
     def obj(self, key: str) -> FieldReader:
         return FieldReader(self.raw(key, {}), self.name(key))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpu_jobs.spec import Counts, Outcome, TestResult, outcome_severity, worst_outcome
@@ -18,6 +18,7 @@ class CaseOutcome:
     outcome: Outcome
     duration_s: float
     message: str = ""
+    markers: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class MergedTests:
     tests: tuple[TestResult, ...]
     counts: Counts
     failed_ranks: tuple[int, ...]  # ranks where some test failed or errored
+    markers: Mapping[str, frozenset[str]] = field(default_factory=dict)  # nodeid -> markers
 
 
 def junit_path(phase_dir: Path, rank: int) -> Path:
@@ -55,9 +57,12 @@ def read_rank_report(path: Path, rank: int) -> RankReport | None:
 
 def _case(element: ET.Element) -> CaseOutcome:
     nodeid = ""
+    markers: frozenset[str] = frozenset()
     for prop in element.iter("property"):
         if prop.get("name") == "nodeid":
             nodeid = prop.get("value", "")
+        elif prop.get("name") == "markers":
+            markers = frozenset(filter(None, prop.get("value", "").split(",")))
     if not nodeid:
         nodeid = _fallback_nodeid(element)
     outcome: Outcome = "passed"
@@ -68,7 +73,7 @@ def _case(element: ET.Element) -> CaseOutcome:
             outcome = meaning  # type: ignore[assignment]
             message = (child.get("message") or "") + "\n" + (child.text or "")
     duration = float(element.get("time") or 0.0)
-    return CaseOutcome(nodeid, outcome, duration, message.strip()[:MAX_MESSAGE_CHARS])
+    return CaseOutcome(nodeid, outcome, duration, message.strip()[:MAX_MESSAGE_CHARS], markers)
 
 
 def _fallback_nodeid(element: ET.Element) -> str:
@@ -96,7 +101,13 @@ def merge_ranks(reports: Mapping[int, RankReport | None], ranks: Iterable[int]) 
         and any(case.outcome in ("failed", "error") for case in report.cases.values())
     )
     counts = Counts.of_tests({t.nodeid: t.outcome for t in tests})
-    return MergedTests(tests, counts, tuple(failed_ranks))
+    markers: dict[str, frozenset[str]] = {}
+    for rank in ranks:
+        report = reports.get(rank)
+        for nodeid, case in (report.cases if report is not None else {}).items():
+            if case.markers:
+                markers[nodeid] = markers.get(nodeid, frozenset()) | case.markers
+    return MergedTests(tests, counts, tuple(failed_ranks), markers)
 
 
 def _merge_one(

@@ -29,6 +29,7 @@ class NodeReport:
     node_name: str
     ranks: tuple[int, ...]
     commit: str | None = None
+    tree_root: str = ""
     missing_targets: tuple[str, ...] = ()
     # Set when this node stopped the job before its tests: the status and why.
     abort_status: str | None = None
@@ -57,6 +58,7 @@ class NodeReport:
             node_name=str(data["node_name"]),
             ranks=tuple(data["ranks"]),
             commit=data.get("commit"),
+            tree_root=str(data.get("tree_root", "")),
             missing_targets=tuple(data.get("missing_targets", ())),
             abort_status=data.get("abort_status"),
             abort_message=str(data.get("abort_message", "")),

@@ -1,6 +1,6 @@
 """Loaded into every rank's pytest (``-p gpu_jobs.pytest_rank_plugin``) by the runner.
 
-It gives each rank its own JUnit file, records every test's nodeid in that file (JUnit's
+It gives each rank its own JUnit file, records every test's nodeid and markers in that file (JUnit's
 classname/name cannot be turned back into a nodeid reliably), and leaves small files the runner
 watches: ``progress/rank-N.started`` (written at import, i.e. as soon as the rank's pytest
 starts; it holds the pid), one JSON line per test result in ``progress/rank-N.jsonl``, and
@@ -59,6 +59,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     item.user_properties.append(("nodeid", item.nodeid))
+    # The test's markers, so a test set can tolerate failures of tests marked flaky.
+    names = sorted({mark.name for mark in item.iter_markers()})
+    if names:
+        item.user_properties.append(("markers", ",".join(names)))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

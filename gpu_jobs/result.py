@@ -15,21 +15,26 @@ from typing import Any, Literal, cast, get_args
 from gpu_jobs import __version__
 from gpu_jobs._fields import ContractError, FieldReader, choice, loads_json, parse_version
 
-RESULT_SCHEMA_VERSION = "1.0"
+RESULT_SCHEMA_VERSION = "1.1"
 _RESULT_VERSION = parse_version(RESULT_SCHEMA_VERSION, "schema_version", 1)
 
 JobStatus = Literal["passed", "failed", "error", "timeout", "infra", "cancelled"]
-Outcome = Literal["passed", "failed", "error", "skipped"]
+# "flaky" (1.1): failed or errored, but carries a marker the test set tolerates (Megatron's
+# ``flaky``, ``flaky_in_dev``): reported, never counted as a failure.
+Outcome = Literal["passed", "failed", "error", "skipped", "flaky"]
+# Whose error an ``error`` or ``infra`` status is: "tree" (pytest could not collect or load the
+# tree's tests, or a rank raised before any result), "node" (the machine), "" when not known.
+ErrorOf = Literal["", "tree", "node"]
 NodeCheck = Literal["passed", "failed", "skipped"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 # Least to most severe; see worst_outcome for why failed ranks above error.
-OUTCOME_SEVERITY: tuple[Outcome, ...] = ("passed", "skipped", "error", "failed")
+OUTCOME_SEVERITY: tuple[Outcome, ...] = ("passed", "skipped", "flaky", "error", "failed")
 
 
 def outcome_severity(outcome: str) -> int:
-    """The rank of ``outcome`` in :data:`OUTCOME_SEVERITY` (0: passed ... 3: failed)."""
+    """The rank of ``outcome`` in :data:`OUTCOME_SEVERITY` (0: passed ... 4: failed)."""
     return OUTCOME_SEVERITY.index(cast(Outcome, outcome))
 
 
@@ -37,12 +42,14 @@ def worst_outcome(outcomes: Iterable[str]) -> Outcome:
     """The one outcome of a test reported several times: by several ranks, or twice by one rank
     (pytest writes a test that fails in its call and errors in its teardown as two entries).
 
-    The order, least to most severe, is passed < skipped < error < failed; gpu_jobs merges a
+    The order, least to most severe, is passed < skipped < flaky < error < failed; gpu_jobs merges a
     rank's entries and then the ranks by it, and stackbot merges a result read straight from
     several ranks by it, so a test gets the same outcome wherever it is merged.
 
     - skipped above passed: a test passes only if it passed on every rank; passing on some and
       being skipped on others is not that.
+    - flaky between skipped and error: a tolerated failure is worth showing, but a test that
+      fails untolerated anywhere is not flaky.
     - failed above error: an error says the test could not be judged (its setup or teardown
       broke, its rank crashed or never reported, which counts as an error), a failure says it
       was judged and is wrong. When one test has both, the failure is the finding and the
@@ -65,6 +72,7 @@ class Counts:
     failed: int = 0
     error: int = 0
     skipped: int = 0
+    flaky: int = 0
 
     @classmethod
     def of_tests(cls, tests: Mapping[str, str]) -> Counts:
@@ -92,7 +100,7 @@ class Counts:
 
     @property
     def total(self) -> int:
-        return self.passed + self.failed + self.error + self.skipped
+        return self.passed + self.failed + self.error + self.skipped + self.flaky
 
     def describe(self) -> str:
         """``23 passed`` / ``14 passed, 9 failed`` / ``no tests``: the words a report line uses."""
@@ -173,11 +181,16 @@ class JobResult:
     logs: dict[str, str] = field(default_factory=dict)
     started_at: str = ""
     finished_at: str = ""
+    # 1.1: the last lines of a rank's output that name what stopped it (a conftest that cannot
+    # be imported, a collection error, a usage error), and whose error the status is.
+    cause: str = ""
+    error_of: ErrorOf = ""
     runner_version: str = __version__
     schema_version: str = RESULT_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
         choice(self.status, JOB_STATUSES, "status")
+        choice(self.error_of, get_args(ErrorOf), "error_of")
 
     @property
     def passed(self) -> bool:
@@ -204,6 +217,8 @@ class JobResult:
             "logs": dict(self.logs),
             "started_at": self.started_at,
             "finished_at": self.finished_at,
+            "cause": self.cause,
+            "error_of": self.error_of,
             "runner_version": self.runner_version,
         }
 
@@ -281,6 +296,8 @@ class JobResult:
             logs=r.text_map("logs"),
             started_at=r.text("started_at", ""),
             finished_at=r.text("finished_at", ""),
+            cause=r.text("cause", ""),
+            error_of=cast(ErrorOf, choice(r.text("error_of", ""), get_args(ErrorOf), "error_of")),
             runner_version=r.text("runner_version", ""),
         )
         if not stored and version <= _RESULT_VERSION:

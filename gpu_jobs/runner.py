@@ -185,7 +185,7 @@ class _NodeRun:
         except checkout.TreeError as exc:
             raise Aborted(exc.status, str(exc)) from None
         present, missing = checkout.split_targets(tree.root, spec.targets)
-        self._update(commit=tree.commit, missing_targets=tuple(missing))
+        self._update(commit=tree.commit, tree_root=str(tree.root), missing_targets=tuple(missing))
         if missing:
             self.say(f"setup: {len(missing)} target(s) absent from the tree: {', '.join(missing)}")
         if not present:
@@ -240,6 +240,8 @@ class _NodeRun:
         reference_args = (
             ("-c", "/dev/null", f"--rootdir={cwd}") if name == "node_check" else self._tree_args
         )
+        if name == "tests" and spec.markers is not None:
+            reference_args = (*reference_args, "-m", spec.markers)
         extra_env = {**spec.env, "GPU_JOBS_PHASE_DIR": str(phase_dir)}
         if spec.launcher.backend is not None:
             extra_env["GPU_JOBS_BACKEND"] = spec.launcher.backend

@@ -31,7 +31,7 @@ from gpu_jobs.result import (
     worst_outcome,
 )
 
-SPEC_SCHEMA_VERSION = "1.0"
+SPEC_SCHEMA_VERSION = "1.1"
 _SPEC_VERSION = parse_version(SPEC_SCHEMA_VERSION, "schema_version", 1)
 
 Device = Literal["auto", "cuda", "cpu"]
@@ -42,6 +42,7 @@ MAX_GPUS_PER_NODE = 64
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHAPE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
+MARKER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 __all__ = ["ContractError", "Counts", "Durations", "JobResult", "JobSpec", "LauncherOptions"]
 __all__ += ["OUTCOME_SEVERITY", "Shape", "TestResult", "outcome_severity", "worst_outcome"]
@@ -149,9 +150,16 @@ class JobSpec:
     node_check: bool = True
     setup_commands: tuple[str, ...] = ()
     container_image: str | None = None
+    # Test conventions (1.1): pytest's ``-m`` expression; markers whose failures are tolerated
+    # (reported ``flaky``, not failed); and the world size a target needs, so a target run on
+    # fewer ranks is reported as such instead of as ordinary failures.
+    markers: str | None = None
+    tolerated_markers: tuple[str, ...] = ()
+    min_world_size: dict[str, int] = field(default_factory=dict)
     schema_version: str = SPEC_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
+        check_conventions(self.markers, self.tolerated_markers, self.min_world_size, "")
         if not JOB_ID.match(self.job_id):
             raise ContractError(
                 "job_id",
@@ -180,6 +188,16 @@ class JobSpec:
             if not _ENV_NAME.match(key):
                 raise ContractError(f"env.{key}", "is not a valid environment variable name")
 
+    def needed_world_size(self, nodeid: str) -> tuple[str, int] | None:
+        """The target containing ``nodeid`` that needs more ranks than this job has, and how
+        many it needs (the largest such need), or None."""
+        found: tuple[str, int] | None = None
+        for target, needs in self.min_world_size.items():
+            bigger = found is None or needs > found[1]
+            if bigger and needs > self.shape.world_size and target_contains(target, nodeid):
+                found = (target, needs)
+        return found
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
@@ -197,6 +215,9 @@ class JobSpec:
             "node_check": self.node_check,
             "setup_commands": list(self.setup_commands),
             "container_image": self.container_image,
+            "markers": self.markers,
+            "tolerated_markers": list(self.tolerated_markers),
+            "min_world_size": dict(self.min_world_size),
         }
 
     def to_json(self) -> str:
@@ -223,6 +244,9 @@ class JobSpec:
             node_check=r.flag("node_check", True),
             setup_commands=r.texts("setup_commands"),
             container_image=r.opt_text("container_image"),
+            markers=r.opt_text("markers"),
+            tolerated_markers=r.texts("tolerated_markers"),
+            min_world_size=r.count_map("min_world_size"),
         )
         if version <= _SPEC_VERSION:
             r.refuse_unknown()
@@ -232,3 +256,33 @@ class JobSpec:
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
         return cls.from_dict(loads_json(text, "job spec"))
+
+
+def target_contains(target: str, nodeid: str) -> bool:
+    """Whether the test ``nodeid`` is selected by the pytest ``target`` (a directory, a file or
+    a node id), both relative to the tree's root."""
+    target = target.strip().rstrip("/")
+    if target.startswith("./"):
+        target = target[2:]
+    return nodeid == target or nodeid.startswith((target + "::", target + "/", target + "["))
+
+
+def check_conventions(
+    markers: str | None,
+    tolerated: tuple[str, ...],
+    min_world_size: dict[str, int],
+    where: str,
+) -> None:
+    """The test-convention fields of a spec or test set (``where`` prefixes the field names)."""
+    if markers is not None and not markers.strip():
+        raise ContractError(f"{where}markers", "must be a pytest -m expression or absent")
+    for name in tolerated:
+        if not MARKER_NAME.match(name):
+            raise ContractError(f"{where}tolerated_markers", f"{name!r} is not a marker name")
+    for target, needs in min_world_size.items():
+        if not target.strip():
+            raise ContractError(f"{where}min_world_size", "keys must be pytest targets")
+        if type(needs) is not int or not 1 <= needs <= MAX_NODES * MAX_GPUS_PER_NODE:
+            raise ContractError(
+                f"{where}min_world_size.{target}", f"must be a number of ranks, got {needs!r}"
+            )

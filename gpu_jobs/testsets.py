@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from gpu_jobs._fields import ContractError, FieldReader, parse_version
-from gpu_jobs.spec import JobSpec, LauncherOptions, Shape
+from gpu_jobs.spec import JobSpec, LauncherOptions, Shape, check_conventions, target_contains
 
 BUILTIN_TEST_SETS = Path(__file__).with_name("testsets.toml")
 NODE_CHECK_TARGET = "suites/node_check/test_node_check.py"
 _KNOWN_KEYS = {"description", "shapes", "timeout_s", "megatron_targets", "reference_targets"}
 _KNOWN_KEYS |= {"env", "container_image", "setup_commands"}
+_KNOWN_KEYS |= {"markers", "tolerated_markers", "min_world_size"}
 
 
 class TestSetError(ContractError):
@@ -45,6 +46,23 @@ class TestSet:
     container_image: str | None = None
     setup_commands: tuple[str, ...] = ()
     description: str = ""
+    # Test conventions (see gpu_jobs.conventions): pytest -m expression, tolerated markers,
+    # ranks each target needs.
+    markers: str | None = None
+    tolerated_markers: tuple[str, ...] = ()
+    min_world_size: dict[str, int] = field(default_factory=dict)
+
+    def conventions(self) -> dict[str, object]:
+        """The conventions that are set (what makes two jobs of this test set differ, beside
+        its targets, env and shapes)."""
+        found: dict[str, object] = {}
+        if self.markers is not None:
+            found["markers"] = self.markers
+        if self.tolerated_markers:
+            found["tolerated_markers"] = list(self.tolerated_markers)
+        if self.min_world_size:
+            found["min_world_size"] = dict(sorted(self.min_world_size.items()))
+        return found
 
     def targets(self, reference: bool) -> tuple[str, ...]:
         return self.reference_targets if reference else self.megatron_targets
@@ -82,6 +100,9 @@ class TestSet:
             node_check=node_check,
             setup_commands=self.setup_commands,
             container_image=self.container_image,
+            markers=self.markers,
+            tolerated_markers=self.tolerated_markers,
+            min_world_size=dict(self.min_world_size),
         )
 
 
@@ -134,6 +155,15 @@ def _test_set(name: str, body: Any) -> TestSet:
     timeout_s = r.number("timeout_s", 3600.0)
     if timeout_s <= 0:
         raise ContractError(r.name("timeout_s"), "must be positive")
+    markers, tolerated = r.opt_text("markers"), r.texts("tolerated_markers")
+    min_world_size = r.count_map("min_world_size")
+    check_conventions(markers, tolerated, min_world_size, f"test_sets.{name}.")
+    for target in min_world_size:
+        if not any(target_contains(t, target) for t in (*megatron, *reference)):
+            raise ContractError(
+                f"{r.name('min_world_size')}.{target}",
+                "is not one of the test set's targets (nor inside one)",
+            )
     return TestSet(
         name=name,
         shapes=shapes,
@@ -144,6 +174,9 @@ def _test_set(name: str, body: Any) -> TestSet:
         container_image=r.opt_text("container_image") or None,
         setup_commands=r.texts("setup_commands"),
         description=r.text("description", ""),
+        markers=markers,
+        tolerated_markers=tolerated,
+        min_world_size=min_world_size,
     )
 
 

@@ -3,9 +3,13 @@
 Rules, first match wins: a node that stopped the job before its tests (setup failed, node check
 failed: ``infra``; a missing commit or no target: ``error``) decides; then a cancel
 (``cancelled``); the job's timeout (``timeout``); a node without a report, a crashed or a hung
-rank (``error``, naming them); torchrun failing before any rank started (``infra``); no test
-collected (``error``); a test that failed or errored on any rank (``failed``); otherwise
-``passed``.
+rank (``error``, naming them and, for a rank whose pytest could not start or collect the tests
+or that died before any result, the lines of its output naming the error: an error of the tree,
+not the node); torchrun failing before any rank started (``infra``); no test collected
+(``error``, with pytest's closing line); failures only of targets that need more ranks than the
+job has (``error``, saying so); a test that failed or errored on any rank (``failed``);
+otherwise ``passed`` (naming tolerated flaky tests). The test set's conventions are applied to
+the merged outcomes first (:mod:`gpu_jobs.conventions`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpu_jobs.causes import PYTEST_EXITS, Cause, find_cause, no_tests_summary, rank_output
+from gpu_jobs.conventions import (
+    Judged,
+    apply_conventions,
+    short_of_ranks_message,
+    tolerated_message,
+)
 from gpu_jobs.junit import (
     MergedTests,
     RankReport,
@@ -24,6 +35,7 @@ from gpu_jobs.junit import (
     read_rank_report,
 )
 from gpu_jobs.nodes import NodeReport, read_reports, write_atomic
+from gpu_jobs.result import ErrorOf
 from gpu_jobs.spec import Counts, Durations, JobResult, JobSpec, JobStatus, NodeCheck
 
 # pytest's exit statuses that mean "the session ran": ok, tests failed, nothing collected.
@@ -36,6 +48,15 @@ class RankFate:
     crashed: dict[int, int | None] = field(default_factory=dict)  # rank -> exit code if known
     stopped: list[int] = field(default_factory=list)  # stopped by torchrun after another failed
     hung: list[int] = field(default_factory=list)
+    causes: dict[int, Cause] = field(default_factory=dict)  # crashed rank -> what stopped it
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: JobStatus
+    message: str
+    error_of: ErrorOf = ""
+    cause: str = ""
 
 
 def decide(
@@ -54,13 +75,18 @@ def decide(
     rank_reports = {rank: read_rank_report(junit_path(tests_dir, rank), rank) for rank in world}
     ran_tests = any(report.tests is not None for report in present.values())
     merged = merge_ranks(rank_reports, world) if ran_tests else MergedTests((), Counts(), ())
+    judged = apply_conventions(spec, merged)
+    merged = judged.merged
     fate = _rank_fate(present, {r for r, rep in rank_reports.items() if rep is not None})
-    status, message = _status(spec, present, absent, merged, fate)
+    _read_causes(spec, out_dir, present, fate)
+    verdict = _status(spec, present, absent, judged, fate, out_dir)
     first = next(iter(present.values()), None)
     return JobResult(
         job_id=spec.job_id,
-        status=status,
-        message=message,
+        status=verdict.status,
+        message=verdict.message,
+        cause=verdict.cause,
+        error_of=verdict.error_of,
         test_set=spec.test_set,
         shape=str(spec.shape),
         commit=first.commit if first else spec.commit,
@@ -83,62 +109,123 @@ def _status(
     spec: JobSpec,
     present: Mapping[int, NodeReport],
     absent: list[int],
-    merged: MergedTests,
+    judged: Judged,
     fate: RankFate,
-) -> tuple[JobStatus, str]:
+    out_dir: Path,
+) -> Verdict:
+    merged = judged.merged
     for report in present.values():
         if report.abort_status is not None:
-            return report.abort_status, report.abort_message  # type: ignore[return-value]
+            error_of: ErrorOf = "node" if report.abort_status == "infra" else ""
+            return Verdict(report.abort_status, report.abort_message, error_of)  # type: ignore[arg-type]
     phases = [report.tests for report in present.values() if report.tests is not None]
     if any(report.interrupted for report in present.values()):
-        return "cancelled", "cancelled while running (the runner was sent SIGTERM or SIGINT)"
+        return Verdict(
+            "cancelled", "cancelled while running (the runner was sent SIGTERM or SIGINT)"
+        )
     if any(phase.timed_out for phase in phases):
-        return "timeout", (
+        return Verdict(
+            "timeout",
             f"timed out after {spec.timeout_s:g}s; ranks {describe_ranks(fate.hung)} had not "
-            "finished their tests"
+            "finished their tests",
         )
     if absent:
-        return "error", (
+        return Verdict(
+            "error",
             f"node(s) {describe_ranks(absent)} wrote no report: their runner crashed or was "
-            "killed; see the scheduler's log"
+            "killed; see the scheduler's log",
         )
     launch_failed = [p for p in phases if p.launch_failed]
     if launch_failed:
-        return "infra", (
+        return Verdict(
+            "infra",
             f"torchrun exited {launch_failed[0].exit_code} before any rank started; see "
-            f"{launch_failed[0].log}"
+            f"{launch_failed[0].log}",
+            "node",
         )
     if fate.crashed or fate.hung:
-        return "error", _crash_message(fate)
+        return _crash_verdict(fate, merged.counts.total)
     if merged.counts.total == 0:
-        return "error", "no tests were collected from the targets: " + ", ".join(spec.targets)
-    bad = merged.counts.failed + merged.counts.error
+        return _nothing_collected(spec, present, out_dir)
+    not_judged = {n for _, ids in judged.short_of_ranks.values() for n in ids}
+    short = short_of_ranks_message(judged, spec)
+    bad = [
+        t for t in merged.tests if t.outcome in ("failed", "error") and t.nodeid not in not_judged
+    ]
+    if not bad and short:
+        return Verdict("error", short, "tree")
     if bad:
-        worst = next(t for t in merged.tests if t.outcome in ("failed", "error"))
-        return "failed", (
-            f"{bad} of {merged.counts.total} tests failed or errored on ranks "
-            f"{describe_ranks(merged.failed_ranks)}; first: {worst.nodeid}"
+        message = (
+            f"{len(bad)} of {merged.counts.total} tests failed or errored on ranks "
+            f"{describe_ranks(merged.failed_ranks)}; first: {bad[0].nodeid}"
         )
+        return Verdict("failed", "; ".join(filter(None, (message, short))))
     broken = [p for p in phases if p.exit_code not in (0, None)]
     if broken:
-        return (
+        return Verdict(
             "error",
             f"torchrun exited {broken[0].exit_code} although every rank reported; see {broken[0].log}",
         )
+    notes = [tolerated_message(judged, spec)]
     first = next(iter(present.values()))
     if first.missing_targets:
-        return "passed", f"{len(first.missing_targets)} target(s) absent from the tree and not run"
-    return "passed", ""
+        notes.append(f"{len(first.missing_targets)} target(s) absent from the tree and not run")
+    return Verdict("passed", "; ".join(filter(None, notes)))
 
 
-def _crash_message(fate: RankFate) -> str:
+def _nothing_collected(spec: JobSpec, present: Mapping[int, NodeReport], out_dir: Path) -> Verdict:
+    message = "no tests were collected from the targets: " + ", ".join(spec.targets)
+    if spec.markers is not None:
+        message += f" with -m {spec.markers!r}"
+    closing = ""
+    for node, report in present.items():
+        if report.tests is not None and report.tests.ranks:
+            local = 0
+            lines = rank_output(out_dir / "tests", out_dir / report.tests.log, node, local)
+            closing = no_tests_summary(lines)
+            break
+    if closing:
+        message += f" (pytest: {closing})"
+    return Verdict("error", message, "tree", closing)
+
+
+def _crash_verdict(fate: RankFate, results: int) -> Verdict:
+    message = _crash_message(fate, results)
+    if not fate.causes:
+        return Verdict("error", message)
+    first = min(fate.causes)
+    cause = fate.causes[first]
+    excerpt = f"rank {first}:\n{cause.excerpt}"
+    return Verdict("error", f"error of the tree under test: {message}", "tree", excerpt)
+
+
+def _crash_message(fate: RankFate, results: int) -> str:
     parts = []
+    groups: dict[tuple[int | None, str], list[int]] = {}
     for rank, code in sorted(fate.crashed.items()):
-        parts.append(f"rank {rank} crashed" + (f" (exit code {code})" if code is not None else ""))
+        cause = fate.causes.get(rank)
+        groups.setdefault((code, cause.summary if cause else ""), []).append(rank)
+    for (code, summary), ranks in groups.items():
+        cause = fate.causes.get(ranks[0])
+        who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {describe_ranks(ranks)}"
+        if cause is not None and cause.from_pytest and code in PYTEST_EXITS:
+            when = "" if results else ", before any result"
+            parts.append(f"{summary} ({who}: pytest exit {code}, {PYTEST_EXITS[code]}{when})")
+        elif cause is not None:
+            parts.append(
+                f"{summary} ({who} crashed" + (f", exit code {code})" if code is not None else ")")
+            )
+        else:
+            parts.append(f"{who} crashed" + (f" (exit code {code})" if code is not None else ""))
     if fate.hung:
         parts.append(f"ranks {describe_ranks(fate.hung)} hung and were killed")
     if fate.stopped:
-        parts.append(f"ranks {describe_ranks(fate.stopped)} were stopped by torchrun after that")
+        stopped = describe_ranks(fate.stopped)
+        parts.append(
+            f"rank {stopped} was stopped by torchrun after that"
+            if len(fate.stopped) == 1
+            else f"ranks {stopped} were stopped by torchrun after that"
+        )
     return "; ".join(parts)
 
 
@@ -166,6 +253,23 @@ def _rank_fate(present: Mapping[int, NodeReport], reported: set[int]) -> RankFat
         fate.crashed = dict.fromkeys(fate.stopped, -int(signal.SIGTERM))
         fate.stopped = []
     return fate
+
+
+def _read_causes(
+    spec: JobSpec, out_dir: Path, present: Mapping[int, NodeReport], fate: RankFate
+) -> None:
+    """What each crashed rank's output says stopped it."""
+    gpus = spec.shape.gpus_per_node
+    for rank in fate.crashed:
+        report = present.get(rank // gpus)
+        if report is None or report.tests is None:
+            continue
+        lines = rank_output(
+            out_dir / "tests", out_dir / report.tests.log, rank // gpus, rank % gpus
+        )
+        cause = find_cause(lines, report.tree_root)
+        if cause is not None:
+            fate.causes[rank] = cause
 
 
 def _node_check(spec: JobSpec, present: Mapping[int, NodeReport]) -> NodeCheck:

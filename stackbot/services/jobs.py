@@ -54,6 +54,8 @@ def config_hash(test_set: TestSet, shape: str) -> str:
         "container_image": test_set.container_image,
         "setup_commands": list(test_set.setup_commands),
         "timeout_s": test_set.timeout_s,
+        # Only when set, so test sets without conventions keep the hashes they had.
+        **test_set.conventions(),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 

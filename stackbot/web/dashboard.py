@@ -132,7 +132,9 @@ def job(request: Request, job_id: RowId) -> HTMLResponse:
     if detail is None:
         raise HTTPException(404, f"no job {job_id}")
     return TEMPLATES.TemplateResponse(
-        request, "job.html", {"job": detail.summary, "tests": detail.tests, "log": detail.log}
+        request,
+        "job.html",
+        {"job": detail.summary, "tests": detail.tests, "log": detail.log, "cause": detail.cause},
     )
 
 

@@ -115,6 +115,10 @@ def _spec_dict(**changes: object) -> dict[str, object]:
         ({"schema_version": "2.0"}, "schema_version"),
         ({"schema_version": "one"}, "schema_version"),
         ({"node_check": "yes"}, "node_check"),
+        ({"markers": "  "}, "markers"),
+        ({"tolerated_markers": ["flaky in dev"]}, "tolerated_markers"),
+        ({"min_world_size": {"tests/x.py": 0}}, "min_world_size"),
+        ({"min_world_size": {"tests/x.py": "8"}}, "min_world_size"),
     ],
 )
 def test_bad_specs_are_refused_naming_the_field(changes: dict[str, object], field: str) -> None:
@@ -198,3 +202,19 @@ def test_a_stored_result_still_has_the_contracts_shape(data: object, field: str)
     with pytest.raises(ContractError) as caught:
         JobResult.from_stored(data)
     assert caught.value.field == field
+
+
+def test_the_conventions_round_trip_and_say_which_targets_lack_ranks() -> None:
+    spec = JobSpec.from_dict(
+        _spec_dict(
+            shape="1x4",
+            markers="not internal",
+            tolerated_markers=["flaky", "flaky_in_dev"],
+            min_world_size={"tests/unit_tests/test_parallel_state.py": 8, "tests/small": 2},
+        )
+    )
+    assert JobSpec.from_json(spec.to_json()) == spec
+    state = "tests/unit_tests/test_parallel_state.py"
+    assert spec.needed_world_size(f"{state}::test_x[tp-pp]") == (state, 8)
+    assert spec.needed_world_size(f"{state}x.py::test_x") is None  # another file
+    assert spec.needed_world_size("tests/small/test_a.py::test_b") is None  # 2 <= 4 ranks

@@ -72,6 +72,13 @@ megatron_targets = ["tests/a.py"]
         ('schema_version = "2.0"\n' + GOOD, "schema_version"),
         ("[sets.mine]\n", "test_sets"),
         ("test_sets = [", "<toml>"),
+        (GOOD + 'markers = ""\n', "test_sets.mine.markers"),
+        (GOOD + 'tolerated_markers = ["not-a-marker"]\n', "test_sets.mine.tolerated_markers"),
+        (GOOD + 'min_world_size = { "tests/a.py" = 0 }\n', "test_sets.mine.min_world_size"),
+        (
+            GOOD + 'min_world_size = { "tests/b.py" = 8 }\n',
+            "test_sets.mine.min_world_size.tests/b.py",
+        ),
     ],
 )
 def test_bad_test_set_files_name_the_file_and_field(tmp_path: Path, text: str, field: str) -> None:
@@ -93,3 +100,32 @@ def test_a_custom_file_loads(tmp_path: Path) -> None:
     path.write_text(GOOD + 'env = { A = "1" }\nsetup_commands = ["true"]\n')
     mine = load_test_sets(path)["mine"]
     assert mine.env == {"A": "1"} and mine.setup_commands == ("true",)
+
+
+def test_megatron_conventions_in_a_test_set_reach_the_job_spec(tmp_path: Path) -> None:
+    path = tmp_path / "sets.toml"
+    path.write_text(
+        GOOD
+        + 'markers = "not internal"\n'
+        + 'tolerated_markers = ["flaky", "flaky_in_dev"]\n'
+        + 'min_world_size = { "tests/a.py::test_tp8" = 8 }\n'
+        + 'env = { NEMO_TEST_DATA_ROOT = "/lustre/TestData", HF_HUB_OFFLINE = "1" }\n'
+    )
+    mine = load_test_sets(path)["mine"]
+    spec = mine.job_spec(job_id="j", shape="1x2", checkout="/tree")
+    assert spec.markers == "not internal"
+    assert spec.tolerated_markers == ("flaky", "flaky_in_dev")
+    assert spec.min_world_size == {"tests/a.py::test_tp8": 8}
+    assert spec.env["NEMO_TEST_DATA_ROOT"] == "/lustre/TestData"
+    assert mine.conventions() == {
+        "markers": "not internal",
+        "tolerated_markers": ["flaky", "flaky_in_dev"],
+        "min_world_size": {"tests/a.py::test_tp8": 8},
+    }
+
+
+def test_the_built_in_test_sets_follow_megatrons_conventions() -> None:
+    for test_set in load_test_sets().values():
+        assert test_set.markers == "not internal"
+        assert set(test_set.tolerated_markers) == {"flaky", "flaky_in_dev"}
+        assert test_set.env["HF_HUB_OFFLINE"] == "1"

@@ -22,6 +22,12 @@ class JobDetail:
     tests: tuple[TestResult, ...]
     log: str
 
+    @property
+    def cause(self) -> str:
+        """The lines of a rank's output naming what stopped the job (gpu_jobs' ``cause``)."""
+        cause = (self.result or {}).get("cause")
+        return cause if isinstance(cause, str) else ""
+
     def to_json(self) -> dict[str, Any]:
         return {
             **self.summary.to_json(),
