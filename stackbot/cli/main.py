@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "db",
     "integrate",
+    "restack",
     "allowlist",
     "series",
     "serve",
