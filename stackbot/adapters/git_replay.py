@@ -13,6 +13,7 @@ no index, worktree or ref is touched.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stackbot.adapters.git import GitRepository
@@ -162,3 +163,88 @@ def conflict_hunks(repo: GitRepository, tree: TreeSha, path: str) -> tuple[Confl
         elif side == "theirs":
             theirs.append(line)
     return tuple(hunks)
+
+
+def write_commit(
+    repo: GitRepository,
+    tree: TreeSha,
+    parents: Sequence[Sha],
+    author: str,
+    committer: str,
+    message: str,
+) -> Sha:
+    """A commit with the author and committer lines as given (``Name <email> time zone``)."""
+    lines = [f"tree {tree}", *(f"parent {p}" for p in parents)]
+    lines += [f"author {author}", f"committer {committer}"]
+    data = "\n".join(lines) + "\n\n" + message
+    return repo.write_object(b"commit", data.encode(errors="surrogateescape"))
+
+
+@dataclass(frozen=True)
+class FileLines:
+    """What a diff does to one path: the lines it removes and adds (no context)."""
+
+    removed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    binary: bool = False
+
+
+def line_changes(repo: GitRepository, old: str, new: str) -> dict[str, FileLines]:
+    """``{path: FileLines}`` for every path whose content differs between two trees (or
+    commits), renames not followed: one ``git diff-tree -p -U0`` for the whole change."""
+    done = repo.git(
+        "-c", "core.quotePath=false", "diff-tree", "-r", "-p", "-U0", "--no-color",
+        "--no-renames", "--no-ext-diff", "--end-of-options", old, new,
+    )  # fmt: skip
+    changes: dict[str, FileLines] = {}
+    path: str | None = None
+    removed: list[str] = []
+    added: list[str] = []
+    binary = False
+
+    def close() -> None:
+        if path is not None:
+            changes[path] = FileLines(tuple(removed), tuple(added), binary)
+
+    in_hunk = False
+    for raw in done.stdout.decode(errors="surrogateescape").split("\n"):
+        if raw.startswith("diff --git "):
+            close()
+            rest = raw[len("diff --git ") :]
+            path = rest[2 : 2 + (len(rest) - 5) // 2]
+            removed, added, binary, in_hunk = [], [], False, False
+        elif raw.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and raw.startswith("-"):
+            removed.append(raw[1:])
+        elif in_hunk and raw.startswith("+"):
+            added.append(raw[1:])
+        elif raw.startswith("Binary files ") and not in_hunk:
+            binary = True
+    close()
+    return changes
+
+
+def renames(repo: GitRepository, old: str, new: str) -> dict[str, str]:
+    """``{old path: new path}`` for the files git sees renamed between two trees."""
+    done = repo.git(
+        "diff-tree", "-r", "-M", "--name-status", "-z", "--no-ext-diff", "--end-of-options",
+        old, new,
+    )  # fmt: skip
+    fields = done.stdout.decode(errors="surrogateescape").split("\0")
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(fields) and fields[i]:
+        status = fields[i]
+        if status.startswith(("R", "C")):
+            if status.startswith("R"):
+                found[fields[i + 1]] = fields[i + 2]
+            i += 3
+        else:
+            i += 2
+    return found
+
+
+def short_sha(repo: GitRepository, sha: Sha) -> str:
+    """The shortest unambiguous abbreviation of at least 7 digits."""
+    return repo.git("rev-parse", "--short=7", "--end-of-options", sha).stdout.decode().strip()

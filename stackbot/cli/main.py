@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "db",
     "integrate",
     "restack",
+    "port",
     "allowlist",
     "series",
     "serve",
