@@ -15,6 +15,7 @@ from stackbot.services import (
     poll_jobs,
     reconcile,
     reporting,
+    retarget,
     retest,
     series_conflicts,
     sync,
@@ -38,6 +39,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
         base_moved,
         retest,
         series_conflicts,
+        retarget,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))

@@ -38,6 +38,7 @@ class TaskKind(StrEnum):
     REPORT = "report"  # sticky comments and check runs published
     RECONCILE = "reconcile"  # what lost webhook deliveries missed, repaired
     CONFLICT_MATRIX = "conflict_matrix"  # pairwise conflicts of a series' PRs
+    RETARGET_CHILDREN = "retarget_children"  # a merged PR's children moved to its base
 
 
 def _as_payload(task: Any, *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -321,6 +322,27 @@ class ConflictMatrix:
         return f"{self.KIND}:{self.repo}:{self.series_key}"
 
 
+@dataclass(frozen=True)
+class RetargetChildren:
+    """PR ``number`` of ``repo`` merged: move each open child based on its head branch to its
+    base before that branch is deleted (GitHub would close the child for good)."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.RETARGET_CHILDREN
+    repo: str
+    number: int
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
+        fields = PayloadFields(cls.KIND, payload)
+        return cls(fields.repo(), fields.pr_number())
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"repo": self.repo, "number": self.number}
+
+    def dedupe_key(self) -> str | None:
+        return f"{self.KIND}:{self.repo}:{self.number}"
+
+
 TaskPayload = (
     ProcessDelivery
     | SyncPull
@@ -332,6 +354,7 @@ TaskPayload = (
     | Report
     | Reconcile
     | ConflictMatrix
+    | RetargetChildren
 )
 
 # Kind → payload class: one per member of TaskKind (a test holds the two together).
@@ -348,6 +371,7 @@ PAYLOADS: dict[TaskKind, type[TaskPayload]] = {
         Report,
         Reconcile,
         ConflictMatrix,
+        RetargetChildren,
     )
 }
 

@@ -32,6 +32,7 @@ EXAMPLES: list[tasks.TaskPayload] = [
     tasks.Reconcile(None),
     tasks.Reconcile("o/r"),
     tasks.ConflictMatrix("o/r", "#6307"),
+    tasks.RetargetChildren("o/r", 8034),
 ]
 
 
