@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from stackbot.adapters.http_server import BackgroundServer
@@ -25,9 +26,7 @@ from tests.sync.pipeline import HANDLED, Pipeline, open_pr
 
 
 @pytest.fixture
-def pipeline(
-    standin: StandinWorld, bot_settings: Settings, engine: Engine
-) -> Iterator[Pipeline]:
+def pipeline(standin: StandinWorld, bot_settings: Settings, engine: Engine) -> Iterator[Pipeline]:
     registry = TaskRegistry()
     for module in (deliveries, sync, vetting, reconcile, reporting, retarget):
         module.register_tasks(registry)
@@ -112,3 +111,37 @@ def test_the_standin_closes_the_children_of_a_deleted_branch(
         assert "no longer exists" in reopen.text
         moved = api.patch(f"/repos/{repo}/pulls/{child}", json={"base": "main"})
         assert moved.status_code == 422  # a closed PR's base cannot change either
+
+
+def test_a_child_closed_before_stackbot_could_move_it_is_on_the_dashboard(
+    pipeline: Pipeline,
+) -> None:
+    control, repo = pipeline.control, pipeline.repo
+    parent, child, other = stack_of_three(pipeline)
+    parent_head = pipeline.head(parent)
+    control.merge_pull(repo, parent, merger="bob")
+    control.set_branch(repo, "carol/base", None, pusher="bob")  # before stackbot hears of it
+    pipeline.deliver()
+    assert control.pull(repo, child).state == "closed"
+    assert pipeline.replies(child) == []  # nothing to retarget any more: nothing said
+    with TestClient(create_app(pipeline.settings, engine=pipeline.engine)) as web:
+        page = web.get("/")
+    assert page.status_code == 200
+    assert "Closed with their base branch" in page.text
+    for number in (child, other):
+        command = (
+            f"git push origin {parent_head}:refs/heads/carol/base &amp;&amp; gh pr reopen "
+            f"{number} &amp;&amp; gh pr edit {number} --base main &amp;&amp; "
+            "git push origin --delete carol/base"
+        )
+        assert command in page.text
+    # The recovery works on the stand-in: branch back, reopen, move the base, branch gone.
+    control.set_branch(repo, "carol/base", parent_head, pusher="carol")
+    control.reopen_pull(repo, child, sender="carol")
+    control.edit_pull(repo, child, base="main", editor="carol")
+    control.set_branch(repo, "carol/base", None, pusher="carol")
+    pipeline.deliver()
+    assert (control.pull(repo, child).state, control.pull(repo, child).base_ref) == ("open", "main")
+    with TestClient(create_app(pipeline.settings, engine=pipeline.engine)) as web:
+        page = web.get("/")
+    assert f"gh pr reopen {child} " not in page.text and f"gh pr reopen {other} " in page.text
