@@ -10,6 +10,7 @@ from __future__ import annotations
 from stackbot.config import Settings
 from stackbot.domain.tasks import PAYLOADS
 from stackbot.services import (
+    base_guard,
     base_moved,
     integrate,
     poll_jobs,
@@ -40,6 +41,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
         retest,
         series_conflicts,
         retarget,
+        base_guard,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))

@@ -18,6 +18,7 @@ from typing import Any
 from stackbot.domain.commands import parse_command
 from stackbot.domain.tasks import (
     BaseMoved,
+    CheckBase,
     FollowUp,
     PrCommand,
     RetargetChildren,
@@ -353,6 +354,8 @@ def route_event(event: Event, *, base_branches: frozenset[str] = frozenset()) ->
         sync = FollowUp.of(SyncPull(event.repo, event.number, event.action))
         if event.action == "closed" and event.merged:
             return [sync, FollowUp.of(RetargetChildren(event.repo, event.number))]
+        if event.action in ("opened", "reopened", "edited", "synchronize"):
+            return [sync, FollowUp.of(CheckBase(event.repo, event.number))]
         return [sync]
     if isinstance(event, IssueCommentEvent) and (
         event.is_pull_request or parse_command(event.body) is not None

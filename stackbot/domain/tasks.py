@@ -39,6 +39,7 @@ class TaskKind(StrEnum):
     RECONCILE = "reconcile"  # what lost webhook deliveries missed, repaired
     CONFLICT_MATRIX = "conflict_matrix"  # pairwise conflicts of a series' PRs
     RETARGET_CHILDREN = "retarget_children"  # a merged PR's children moved to its base
+    CHECK_BASE = "check_base"  # a PR's base must not be a CI mirror branch (pull-request/*)
 
 
 def _as_payload(task: Any, *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -343,6 +344,26 @@ class RetargetChildren:
         return f"{self.KIND}:{self.repo}:{self.number}"
 
 
+@dataclass(frozen=True)
+class CheckBase:
+    """Check that PR ``number`` of ``repo`` is not based on a branch it must not merge into."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.CHECK_BASE
+    repo: str
+    number: int
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
+        fields = PayloadFields(cls.KIND, payload)
+        return cls(fields.repo(), fields.pr_number())
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"repo": self.repo, "number": self.number}
+
+    def dedupe_key(self) -> str | None:
+        return f"{self.KIND}:{self.repo}:{self.number}"
+
+
 TaskPayload = (
     ProcessDelivery
     | SyncPull
@@ -355,6 +376,7 @@ TaskPayload = (
     | Reconcile
     | ConflictMatrix
     | RetargetChildren
+    | CheckBase
 )
 
 # Kind → payload class: one per member of TaskKind (a test holds the two together).
@@ -372,6 +394,7 @@ PAYLOADS: dict[TaskKind, type[TaskPayload]] = {
         Reconcile,
         ConflictMatrix,
         RetargetChildren,
+        CheckBase,
     )
 }
 

@@ -40,7 +40,7 @@ def handle_retarget_children(ctx: TaskContext, task: RetargetChildren) -> None:
             )
         elif child.base_ref != parent.base_ref:
             continue  # closed meanwhile, or someone chose another base: leave it
-        said = any(marker in c.body for c in client.list_issue_comments(task.repo, number))
+        said = any(c.body.startswith(marker) for c in client.list_issue_comments(task.repo, number))
         if not said:
             client.create_comment(task.repo, number, retarget_comment(parent, number, old_base))
         ctx.enqueue_task(SyncPull(task.repo, number, "retargeted"))

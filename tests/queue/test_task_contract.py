@@ -33,6 +33,7 @@ EXAMPLES: list[tasks.TaskPayload] = [
     tasks.Reconcile("o/r"),
     tasks.ConflictMatrix("o/r", "#6307"),
     tasks.RetargetChildren("o/r", 8034),
+    tasks.CheckBase("o/r", 8035),
 ]
 
 

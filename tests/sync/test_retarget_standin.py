@@ -5,42 +5,22 @@ PostgreSQL)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
 
-from stackbot.adapters.http_server import BackgroundServer
-from stackbot.config import Settings
 from stackbot.db.engine import session_scope
 from stackbot.domain.tasks import RetargetChildren
-from stackbot.services import reconcile, reporting, retarget, sync, vetting
 from stackbot.web.app import create_app
-from stackbot.worker import deliveries, queue
-from stackbot.worker.registry import TaskRegistry
-from stackbot.worker.runner import Worker
-from tests.support.standin import WEBHOOK_SECRET, StandinWorld
-from tests.sync.pipeline import HANDLED, Pipeline, open_pr
+from stackbot.worker import queue
+from tests.support.standin import StandinWorld
+from tests.sync.pipeline import Pipeline, open_pr
 
 
 @pytest.fixture
-def pipeline(standin: StandinWorld, bot_settings: Settings, engine: Engine) -> Iterator[Pipeline]:
-    registry = TaskRegistry()
-    for module in (deliveries, sync, vetting, reconcile, reporting, retarget):
-        module.register_tasks(registry)
-    with BackgroundServer().serving(create_app(bot_settings, engine=engine)) as app:
-        standin.control.configure_webhook(
-            f"{app.url}/webhooks/github", WEBHOOK_SECRET, mode="queue"
-        )
-        yield Pipeline(
-            standin,
-            bot_settings,
-            engine,
-            Worker(engine, bot_settings, registry),
-            handled=(*HANDLED, "retarget_children"),
-        )
+def pipeline(stack_pipeline: Pipeline) -> Pipeline:
+    return stack_pipeline
 
 
 def stack_of_three(pipeline: Pipeline) -> tuple[int, int, int]:

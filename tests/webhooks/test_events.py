@@ -92,7 +92,12 @@ def test_routing() -> None:
             "sync_pull",
             {"repo": "Codertocat/Hello-World", "number": 2, "action": "opened"},
             "sync_pull:Codertocat/Hello-World:2",
-        )
+        ),
+        FollowUp(
+            "check_base",
+            {"repo": "Codertocat/Hello-World", "number": 2},
+            "check_base:Codertocat/Hello-World:2",
+        ),
     ]
     push = PushEvent(
         RepoName("o/r"), "refs/heads/dev", "a", "b", deleted=False, default_branch="main"
@@ -116,3 +121,5 @@ def test_a_merged_pull_request_asks_for_its_children_to_be_retargeted() -> None:
     ]
     closed = replace(pr, action="closed", merged=False, state="closed")
     assert [f.kind for f in route_event(closed)] == ["sync_pull"]
+    labeled = replace(pr, action="ready_for_review")
+    assert [f.kind for f in route_event(labeled)] == ["sync_pull"]
