@@ -19,6 +19,7 @@ from stackbot.services import (
     retarget,
     retest,
     series_conflicts,
+    stack_commands,
     sync,
     vetting,
 )
@@ -42,6 +43,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
         series_conflicts,
         retarget,
         base_guard,
+        stack_commands,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))

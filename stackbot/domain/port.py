@@ -205,3 +205,43 @@ def render_port(result: PortResult) -> str:
         where = f" ({result.ref_name})" if result.ref_name else ""
         lines.append(f"commit {result.commit}{where}")
     return "\n".join(lines)
+
+
+def port_reply(result: PortResult, *, pushed_branch: str | None) -> str:
+    """The bot's answer to ``/stackbot port <branch>``."""
+    head = (
+        f"**stackbot port** of #{result.pr} (`{result.upstream_base[:7]}..{result.head[:7]}`) "
+        f"onto `{result.onto_ref}` (`{result.onto[:7]}`): "
+    )
+    if result.commit is None:
+        lines = [head + "conflicts; no commit was written.", ""]
+        for conflicted in result.conflicts:
+            lines.append(f"- `{conflicted.conflict.path}` ({conflicted.conflict.kind})")
+            for line, ours, theirs in conflicted.hunks[:5]:
+                lines += [f"  at line {line}:", "  ```"]
+                lines.append(f"  <<<<<<< {result.onto_ref}")
+                lines += [f"  {_fenced(text)}" for text in ours[:10]]
+                lines.append("  =======")
+                lines += [f"  {_fenced(text)}" for text in theirs[:10]]
+                lines += [f"  >>>>>>> #{result.pr}", "  ```"]
+        lines += ["", "Port the conflicting files by hand, or retry once the branch has moved."]
+        return "\n".join(lines)
+    lines = [
+        head + "every file applied.",
+        "",
+        "```",
+        (result.message or "").rstrip().replace("```", "'''"),
+        "```",
+        "",
+    ]
+    if pushed_branch:
+        lines.append(
+            f"Pushed as branch `{pushed_branch}`: open a pull request from it into "
+            f"`{result.onto_ref}`."
+        )
+    return "\n".join(lines)
+
+
+def _fenced(text: str) -> str:
+    """A line shown inside a fenced block: it must not close the fence."""
+    return text.replace("```", "'''")

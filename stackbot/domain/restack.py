@@ -182,3 +182,44 @@ def render_restack(result: RestackResult) -> str:
     else:
         lines.append("nothing written: resolve the conflict on the branch, then restack again")
     return "\n".join(lines)
+
+
+def restack_reply(result: RestackResult, *, base_ref: str, pushed_to: str | None, note: str) -> str:
+    """The bot's answer to ``/stackbot restack``: per commit, surprises, and what was done."""
+    own = len(result.commits)
+    lines = [
+        f"**stackbot restack** of #{result.pr} onto `{base_ref}` (`{result.onto[:7]}`): "
+        f"{'clean' if result.clean else 'a commit conflicts'}.",
+        "",
+        f"{own} own commit{'s' if own != 1 else ''} (not in `{result.old_base[:7]}`, {note}):",
+        "",
+    ]
+    for commit in result.commits:
+        new = f" → `{commit.new[:7]}`" if commit.new else ""
+        line = f"- `{commit.original[:7]}` {_plain(commit.subject)}: {commit.outcome.value}{new}"
+        if commit.conflicts:
+            line += " in " + ", ".join(f"`{c.path}` ({c.kind})" for c in commit.conflicts)
+        lines.append(line)
+    if result.surprises:
+        lines += ["", "Files the replay treats differently from a merge of the branch:", ""]
+        lines += [f"- {_plain(s.sentence())}" for s in result.surprises]
+    lines.append("")
+    if not result.clean:
+        lines.append(
+            "Nothing was written: resolve the conflicting commit on the branch, then comment "
+            "`/stackbot restack` again."
+        )
+    elif pushed_to:
+        lines.append(f"Pushed `{result.new_head[:7] if result.new_head else ''}` to `{pushed_to}`.")
+    else:
+        lines.append(
+            f"The result is `{result.new_head}`; nothing was pushed (the author can allow it with "
+            "`/stackbot restack --push`, or push it themselves: "
+            f"`git fetch <stackbot's mirror> {result.ref_name}`)."
+        )
+    return "\n".join(lines)
+
+
+def _plain(text: str) -> str:
+    """A commit subject or path as plain text in markdown: no mentions, links or code spans."""
+    return text.replace("`", "'").replace("@", "@\u200b").replace("[", "\\[").replace("<", "&lt;")

@@ -9,7 +9,15 @@ from sqlalchemy import Engine
 
 from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import Settings
-from stackbot.services import base_guard, reconcile, reporting, retarget, sync, vetting
+from stackbot.services import (
+    base_guard,
+    reconcile,
+    reporting,
+    retarget,
+    stack_commands,
+    sync,
+    vetting,
+)
 from stackbot.web.app import create_app
 from stackbot.worker import deliveries
 from stackbot.worker.registry import TaskRegistry
@@ -23,7 +31,17 @@ def stack_pipeline(
     standin: StandinWorld, bot_settings: Settings, engine: Engine
 ) -> Iterator[Pipeline]:
     registry = TaskRegistry()
-    for module in (deliveries, sync, vetting, reconcile, reporting, retarget, base_guard):
+    modules = (
+        deliveries,
+        sync,
+        vetting,
+        reconcile,
+        reporting,
+        retarget,
+        base_guard,
+        stack_commands,
+    )
+    for module in modules:
         module.register_tasks(registry)
     with BackgroundServer().serving(create_app(bot_settings, engine=engine)) as app:
         standin.control.configure_webhook(
@@ -34,5 +52,5 @@ def stack_pipeline(
             bot_settings,
             engine,
             Worker(engine, bot_settings, registry),
-            handled=(*HANDLED, "retarget_children", "check_base"),
+            handled=(*HANDLED, "retarget_children", "check_base", "restack_pr", "port_pr"),
         )
