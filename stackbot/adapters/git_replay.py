@@ -110,10 +110,16 @@ def own_commits(repo: GitRepository, head: Sha, old_base: Sha) -> tuple[list[Sha
     return commits, merges
 
 
-def patch_ids(repo: GitRepository, exclude: Sha, include: Sha) -> dict[str, Sha]:
-    """``{patch-id: commit}`` for the non-merge commits of ``include`` not in ``exclude``
-    (``git patch-id --stable``: the same change gives the same id whatever its context)."""
-    log = repo.git("log", "--no-merges", "-p", "--format=commit %H", f"^{exclude}", include, "--")
+def patch_ids(
+    repo: GitRepository, exclude: Sha, include: Sha, *, limit: int | None = None
+) -> dict[str, Sha]:
+    """``{patch-id: commit}`` for the non-merge commits of ``include`` not in ``exclude``, the
+    newest ``limit`` of them (``git patch-id --stable``: the same change gives the same id
+    whatever its context)."""
+    count = [f"--max-count={limit}"] if limit else []
+    log = repo.git(
+        "log", "--no-merges", *count, "-p", "--format=commit %H", f"^{exclude}", include, "--"
+    )
     if not log.stdout.strip():
         return {}
     ids = repo.git("patch-id", "--stable", stdin=log.stdout).stdout.decode()

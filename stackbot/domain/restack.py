@@ -223,3 +223,31 @@ def restack_reply(result: RestackResult, *, base_ref: str, pushed_to: str | None
 def _plain(text: str) -> str:
     """A commit subject or path as plain text in markdown: no mentions, links or code spans."""
     return text.replace("`", "'").replace("@", "@\u200b").replace("[", "\\[").replace("<", "&lt;")
+
+
+GHOST_MARKER = "<!-- stackbot:ghosts -->"
+
+
+def ghost_comment(number: int, base_ref: str, ghosts: tuple[tuple[str, str], ...]) -> str:
+    """The sticky note offering a restack: ``ghosts`` are (sha, subject) of this PR's commits
+    whose change ``base_ref`` already has under another commit (a squash- or rebase-merged
+    parent)."""
+    listed = "\n".join(f"- `{sha[:7]}` {_plain(subject)}" for sha, subject in ghosts[:20])
+    more = f"\n- … and {len(ghosts) - 20} more" if len(ghosts) > 20 else ""
+    count = len(ghosts)
+    return (
+        f"{GHOST_MARKER}\n**{count} commit{'s' if count != 1 else ''} of this pull request "
+        f"{'are' if count != 1 else 'is'} already on `{base_ref}`** under another SHA (a parent "
+        f"that was squash- or rebase-merged), so {'they show' if count != 1 else 'it shows'} "
+        f"again in this pull request's diff and can conflict:\n\n{listed}{more}\n\n"
+        f"Comment `/stackbot restack` to replay only this pull request's own commits onto "
+        f"`{base_ref}` (the author or a vetter; add `--push` as the author to let stackbot push "
+        f"the result to the branch)."
+    )
+
+
+def ghosts_gone_comment(base_ref: str) -> str:
+    return (
+        f"{GHOST_MARKER}\n~~Commits already on `{base_ref}`.~~ None any more: this pull "
+        f"request holds only its own commits."
+    )

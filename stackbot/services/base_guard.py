@@ -1,4 +1,4 @@
-"""The ``check_base`` task: a PR based on a branch it must not be merged into (``pull-request/*``
+"""The ``check_base`` task: ghost commits (:mod:`stackbot.services.ghosts`), and a PR based on a branch it must not be merged into (``pull-request/*``
 by default, the ``protected_base_patterns`` setting) gets a failing ``stackbot/base`` check and
 one comment; once its base is changed the check passes and the comment says so. Wording and
 decisions: :mod:`stackbot.domain.base_guard`.
@@ -24,7 +24,9 @@ from stackbot.domain.base_guard import (
     protected_pattern,
     resolved_comment,
 )
+from stackbot.domain.records import CommentRecord, PrRecord
 from stackbot.domain.tasks import CheckBase
+from stackbot.services.ghosts import check_ghosts
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 log = logging.getLogger(__name__)
@@ -35,14 +37,15 @@ def handle_check_base(ctx: TaskContext, task: CheckBase) -> None:
     pr = client.get_pull(task.repo, task.number)
     if not pr.is_open:
         return
-    said = next(
-        (
-            c
-            for c in client.list_issue_comments(task.repo, task.number)
-            if c.body.startswith(MARKER) and c.id is not None
-        ),
-        None,
-    )
+    comments = client.list_issue_comments(task.repo, task.number)
+    said = next((c for c in comments if c.body.startswith(MARKER) and c.id is not None), None)
+    _check_protected(ctx, client, task, pr, said)
+    check_ghosts(ctx.settings, client, task.repo, pr, comments)
+
+
+def _check_protected(
+    ctx: TaskContext, client: GitHubPort, task: CheckBase, pr: PrRecord, said: CommentRecord | None
+) -> None:
     if protected_pattern(pr.base_ref, ctx.settings.protected_base_patterns) is not None:
         target = _merge_target(client, task.repo, pr.base_ref)
         _write_check(client, task.repo, pr.head_sha, blocked(pr.base_ref, target))

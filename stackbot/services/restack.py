@@ -28,6 +28,9 @@ from stackbot.services.tree_allowlist import TreeAllowlist
 
 Progress = Callable[[str], None]
 COMMITTER = "stackbot <stackbot@users.noreply.localhost>"
+# Commits compared on each side when looking for ghosts: a squash-merged parent is among the
+# newest commits of the base, and a PR of more commits than this is no stack child.
+GHOST_SCAN_LIMIT = 500
 
 
 @dataclass(frozen=True)
@@ -46,10 +49,10 @@ def restack_ref(pr: PrNumber) -> str:
 def ghost_commits(repo: GitRepository, head: Sha, base: Sha) -> tuple[Sha, ...]:
     """The commits of ``head`` not in ``base`` whose change (patch-id) ``base`` already has
     under another SHA — a squash- or rebase-merged parent's commits still in the child."""
-    mine = patch_ids(repo, base, head)
+    mine = patch_ids(repo, base, head, limit=GHOST_SCAN_LIMIT)
     if not mine:
         return ()
-    theirs = patch_ids(repo, head, base)
+    theirs = patch_ids(repo, head, base, limit=GHOST_SCAN_LIMIT)
     return tuple(commit for patch_id, commit in mine.items() if patch_id in theirs)
 
 

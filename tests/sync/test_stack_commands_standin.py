@@ -66,6 +66,25 @@ def test_restack_without_leave_to_push_only_reports(stack_pipeline: Pipeline) ->
     [answer] = [r for r in replies if r.startswith("**stackbot restack**")]
     assert "nothing was pushed (the author can allow it with `/stackbot restack --push`" in answer
     assert bare_git(pipeline, "rev-parse", "refs/heads/carol/top").strip() == old_head
+    # The sticky note about ghost commits offers the restack...
+    [note] = [r for r in replies if r.startswith("<!-- stackbot:ghosts -->")]
+    assert note == (
+        "<!-- stackbot:ghosts -->\n**1 commit of this pull request is already on `main`** under "
+        "another SHA (a parent that was squash- or rebase-merged), so it shows again in this "
+        "pull request's diff and can conflict:\n\n"
+        f"- `{pipeline.head(parent)[:7]}` Base (0)\n\n"
+        "Comment `/stackbot restack` to replay only this pull request's own commits onto `main` "
+        "(the author or a vetter; add `--push` as the author to let stackbot push the result to "
+        "the branch)."
+    )
+    # ... and says the ghosts are gone once the author pushes the restacked branch.
+    [mirror] = (pipeline.settings.mirrors_dir).iterdir()
+    control.push_from(
+        repo, mirror, "carol/top", source_ref=f"refs/stackbot/restack/{child}", pusher="carol"
+    )
+    pipeline.deliver()
+    [note] = [c.body for c in pipeline.replies(child) if c.body.startswith("<!-- stackbot:ghosts")]
+    assert note.endswith("None any more: this pull request holds only its own commits.")
 
 
 def test_port_to_a_branch_pushes_a_commit_with_trailers_or_lists_conflicts(
