@@ -155,6 +155,13 @@ class Settings(BaseSettings):
     job_node_check: bool = True
     # Test sets run for every series unless the series config says otherwise.
     default_test_sets: list[str] = Field(default_factory=lambda: ["amax-group", "blockwise-recipe"])
+    # Bases a PR must not be merged into (shell patterns): Megatron-LM's CI mirror branches,
+    # which a child may be stacked on while its parent is vetted. Such a PR gets a failing
+    # `stackbot/base` check and one comment asking to retarget it before merging.
+    protected_base_patterns: list[str] = Field(default_factory=lambda: ["pull-request/*"])
+    # Authors whose branches `/stackbot restack` may push to (a PR's author can also allow it
+    # for one restack with `/stackbot restack --push`).
+    restack_push_authors: list[str] = Field(default_factory=list)
     # Remote branch prefix integration commits are pushed to (None: keep them local).
     push_remote: str | None = None
     push_branch_prefix: str = "stackbot/"

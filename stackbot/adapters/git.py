@@ -305,6 +305,10 @@ class GitRepository:
     def write_blob(self, data: bytes) -> Sha:
         return self._store(b"blob", data)
 
+    def write_object(self, kind: bytes, data: bytes) -> Sha:
+        """Store an object of ``kind`` (``b"commit"``, ...) exactly as ``data`` holds it."""
+        return self._store(kind, data)
+
     def replace_paths(self, tree: str, files: Mapping[str, bytes | None]) -> TreeSha:
         """A new tree: ``tree`` with each path's content replaced (``None`` removes the path).
         Only the trees above the changed paths are rewritten."""

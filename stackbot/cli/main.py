@@ -21,6 +21,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "db",
     "integrate",
+    "restack",
+    "port",
     "allowlist",
     "series",
     "serve",

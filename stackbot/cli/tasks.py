@@ -10,14 +10,17 @@ from __future__ import annotations
 from stackbot.config import Settings
 from stackbot.domain.tasks import PAYLOADS
 from stackbot.services import (
+    base_guard,
     base_moved,
     integrate,
     maintenance,
     poll_jobs,
     reconcile,
     reporting,
+    retarget,
     retest,
     series_conflicts,
+    stack_commands,
     sync,
     vetting,
 )
@@ -40,6 +43,9 @@ def service_registry(settings: Settings) -> TaskRegistry:
         retest,
         series_conflicts,
         maintenance,
+        retarget,
+        base_guard,
+        stack_commands,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))

@@ -74,21 +74,39 @@ class NoDependency:
 
 
 @dataclass(frozen=True)
+class Restack:
+    """``/stackbot restack [--push]``: replay the PR's own commits onto its base (the PR's
+    author or a vetter); ``--push`` (the author only) lets stackbot push the result."""
+
+    push: bool = False
+
+
+@dataclass(frozen=True)
+class Port:
+    """``/stackbot port <branch>`` (vetters): a faithful port of the PR onto ``branch``."""
+
+    branch: str
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A ``/stackbot`` line with a word stackbot does not know (answered with usage)."""
 
     text: str
 
 
-Command = OkToTest | Retest | Status | DependsOn | NoDependency | Unknown
+Command = OkToTest | Retest | Status | DependsOn | NoDependency | Restack | Port | Unknown
 
 USAGE = (
     "Commands: `/ok to test <sha>` (vetters: test this commit), "
     "`/stackbot retest [TEST_SET]` (vetters), `/stackbot status`, "
-    "`/stackbot depends-on #N` and `/stackbot no-dependency #N` (the PR's author or vetters)."
+    "`/stackbot depends-on #N` and `/stackbot no-dependency #N` (the PR's author or vetters), "
+    "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters)."
 )
 _PR_NUMBER = re.compile(r"#?(?P<number>[1-9]\d{0,9})")
 MAX_PR_NUMBER = 2**31 - 1
+# A branch name a port may target: git's rules, narrowed (no "..", no leading "-" or "/").
+_BRANCH = re.compile(r"^(?!.*\.\.)(?!.*//)[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}(?<![./])$")
 
 
 def parse_command(body: str) -> Command | None:
@@ -133,6 +151,10 @@ def _parse_line(line: str) -> Command | None:
             if verb == "depends-on":
                 return DependsOn(parent=parent, line=line.strip())
             return NoDependency(parent=parent, line=line.strip())
+    if verb == "restack" and (len(words) == 1 or words[1:] == ["--push"]):
+        return Restack(push=len(words) == 2)
+    if verb == "port" and len(words) == 2 and _BRANCH.match(words[1]):
+        return Port(branch=words[1])
     return Unknown(text=line.strip())
 
 

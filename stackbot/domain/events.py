@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackbot.domain.commands import parse_command
-from stackbot.domain.tasks import BaseMoved, FollowUp, PrCommand, Retest, SyncPull
+from stackbot.domain.tasks import (
+    BaseMoved,
+    CheckBase,
+    FollowUp,
+    PrCommand,
+    RetargetChildren,
+    Retest,
+    SyncPull,
+)
 from stackbot.domain.types import PrNumber, RepoName, Sha
 from stackbot.errors import BadInput
 
@@ -343,7 +351,12 @@ def route_event(event: Event, *, base_branches: frozenset[str] = frozenset()) ->
     default branch; a push to any of them moves a base.
     """
     if isinstance(event, PullRequestEvent):
-        return [FollowUp.of(SyncPull(event.repo, event.number, event.action))]
+        sync = FollowUp.of(SyncPull(event.repo, event.number, event.action))
+        if event.action == "closed" and event.merged:
+            return [sync, FollowUp.of(RetargetChildren(event.repo, event.number))]
+        if event.action in ("opened", "reopened", "edited", "synchronize"):
+            return [sync, FollowUp.of(CheckBase(event.repo, event.number))]
+        return [sync]
     if isinstance(event, IssueCommentEvent) and (
         event.is_pull_request or parse_command(event.body) is not None
     ):

@@ -39,6 +39,10 @@ class TaskKind(StrEnum):
     RECONCILE = "reconcile"  # what lost webhook deliveries missed, repaired
     CONFLICT_MATRIX = "conflict_matrix"  # pairwise conflicts of a series' PRs
     MAINTENANCE = "maintenance"  # run refs and job output expired, mirrors repacked, cache pruned
+    RETARGET_CHILDREN = "retarget_children"  # a merged PR's children moved to its base
+    CHECK_BASE = "check_base"  # a PR's base must not be a CI mirror branch (pull-request/*)
+    RESTACK_PR = "restack_pr"  # /stackbot restack: a PR's own commits replayed onto its base
+    PORT_PR = "port_pr"  # /stackbot port <branch>: a faithful port of a PR onto a branch
 
 
 def _as_payload(task: Any, *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -341,6 +345,107 @@ class Maintenance:
         return str(self.KIND)
 
 
+@dataclass(frozen=True)
+class RetargetChildren:
+    """PR ``number`` of ``repo`` merged: move each open child based on its head branch to its
+    base before that branch is deleted (GitHub would close the child for good)."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.RETARGET_CHILDREN
+    repo: str
+    number: int
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
+        fields = PayloadFields(cls.KIND, payload)
+        return cls(fields.repo(), fields.pr_number())
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"repo": self.repo, "number": self.number}
+
+    def dedupe_key(self) -> str | None:
+        return f"{self.KIND}:{self.repo}:{self.number}"
+
+
+@dataclass(frozen=True)
+class CheckBase:
+    """Check that PR ``number`` of ``repo`` is not based on a branch it must not merge into."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.CHECK_BASE
+    repo: str
+    number: int
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
+        fields = PayloadFields(cls.KIND, payload)
+        return cls(fields.repo(), fields.pr_number())
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"repo": self.repo, "number": self.number}
+
+    def dedupe_key(self) -> str | None:
+        return f"{self.KIND}:{self.repo}:{self.number}"
+
+
+@dataclass(frozen=True)
+class RestackPr:
+    """Replay PR ``number``'s own commits onto its base, asked by ``requested_by``; ``push``:
+    push the result to the PR's branch (allowed by the author)."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.RESTACK_PR
+    repo: str
+    number: int
+    requested_by: str
+    push: bool = False
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
+        fields = PayloadFields(cls.KIND, payload)
+        push = payload.get("push", False)
+        if not isinstance(push, bool):
+            raise BadInput(f"{cls.KIND} task needs true or false in 'push', got {push!r}")
+        return cls(fields.repo(), fields.pr_number(), fields.text("requested_by"), push)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "number": self.number,
+            "requested_by": self.requested_by,
+            "push": self.push,
+        }
+
+    def dedupe_key(self) -> str | None:
+        return f"{self.KIND}:{self.repo}:{self.number}"
+
+
+@dataclass(frozen=True)
+class PortPr:
+    """Port PR ``number`` onto ``branch``, asked by the vetter ``requested_by``."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.PORT_PR
+    repo: str
+    number: int
+    branch: str
+    requested_by: str
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
+        fields = PayloadFields(cls.KIND, payload)
+        return cls(
+            fields.repo(), fields.pr_number(), fields.text("branch"), fields.text("requested_by")
+        )
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "number": self.number,
+            "branch": self.branch,
+            "requested_by": self.requested_by,
+        }
+
+    def dedupe_key(self) -> str | None:
+        return f"{self.KIND}:{self.repo}:{self.number}:{self.branch}"
+
+
 TaskPayload = (
     ProcessDelivery
     | SyncPull
@@ -353,6 +458,10 @@ TaskPayload = (
     | Reconcile
     | ConflictMatrix
     | Maintenance
+    | RetargetChildren
+    | CheckBase
+    | RestackPr
+    | PortPr
 )
 
 # Kind → payload class: one per member of TaskKind (a test holds the two together).
@@ -370,6 +479,10 @@ PAYLOADS: dict[TaskKind, type[TaskPayload]] = {
         Reconcile,
         ConflictMatrix,
         Maintenance,
+        RetargetChildren,
+        CheckBase,
+        RestackPr,
+        PortPr,
     )
 }
 

@@ -6,6 +6,8 @@
   that commit only and the PR's series is queued for integration.
 - ``/stackbot retest [TEST_SET]`` (vetters): queues ``retest``.
 - ``/stackbot status``: replies with the PR's state as stored.
+- ``/stackbot restack [--push]`` and ``/stackbot port <branch>``: see
+  :mod:`stackbot.services.stack_commands`.
 
 Edited comments count only for ``/ok to test`` naming the current head; anything else in an
 edit is ignored silently. Comments without a command are ignored silently.
@@ -33,6 +35,8 @@ from stackbot.domain.commands import (
     DependsOn,
     NoDependency,
     OkToTest,
+    Port,
+    Restack,
     Retest,
     Status,
     Unknown,
@@ -47,6 +51,7 @@ from stackbot.domain.report import render_status_reply
 from stackbot.domain.stack_lists import declares_dependency
 from stackbot.domain.tasks import Integrate, PrCommand, Report, SyncPull
 from stackbot.services.report_views import build_report_view
+from stackbot.services.stack_commands import stack_command_request
 from stackbot.services.sync import sync_pull_request
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
@@ -88,6 +93,10 @@ def run_command(
         return status(engine, client, settings, request)
     if isinstance(command, DependsOn | NoDependency):
         return dependency_override(engine, client, settings, request, command)
+    if isinstance(command, Restack | Port):
+        vetter = is_vetter(client, settings, request.repo, request.author)
+        reply, task = stack_command_request(client, request, command, vetter=vetter)
+        return CommandOutcome(reply=reply, follow_ups=[task] if task else [], vetter=vetter)
     assert isinstance(command, Unknown)
     return CommandOutcome(reply=command_usage_reply())
 

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from stackbot.standin import (
+    pull_bases,
     routes_checks,
     routes_control,
     routes_issues,
@@ -56,7 +57,14 @@ def create_standin_app(state: StandinState) -> FastAPI:
         _record(state, request, caller, response.status_code)
         return response
 
-    for module in (routes_pulls, routes_issues, routes_checks, routes_repos, routes_control):
+    for module in (
+        routes_pulls,
+        pull_bases,
+        routes_issues,
+        routes_checks,
+        routes_repos,
+        routes_control,
+    ):
         module.register(app, state)
     return app
 

@@ -169,9 +169,16 @@ class StandinControl(RepoControl):
         return pull
 
     def merge_pull(
-        self, repo_name: str, number: int, *, merger: str, message: str | None = None
+        self,
+        repo_name: str,
+        number: int,
+        *,
+        merger: str,
+        message: str | None = None,
+        squash: bool = False,
     ) -> str:
-        """Merge a PR with a real merge commit on its base branch; returns the merge commit."""
+        """Merge a PR with a real merge commit on its base branch (``squash``: one commit with
+        the PR's change, as GitHub's squash merge); returns the merge commit."""
         state = self.state
         events: list[Event] = []
         with state.lock:
@@ -182,9 +189,10 @@ class StandinControl(RepoControl):
             ref = f"refs/heads/{pull.base_ref}"
             base_sha = hosting.resolve(repo.bare_path, ref)
             assert base_sha is not None
-            text = (
-                message
-                or f"Merge pull request #{number} from {repo.owner}/{pull.head_ref}\n\n{pull.title}"
+            text = message or (
+                f"{pull.title} (#{number})"
+                if squash
+                else f"Merge pull request #{number} from {repo.owner}/{pull.head_ref}\n\n{pull.title}"
             )
             try:
                 merged = hosting.merge(
@@ -194,6 +202,7 @@ class StandinControl(RepoControl):
                     message=text,
                     author=self.signature(merger),
                     timestamp=state.now(),
+                    squash=squash,
                 )
             except hosting.MergeConflict as conflict:
                 raise StandinError(

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_args
 
-from stackbot.standin import deliveries, hosting, payloads
+from stackbot.standin import deliveries, hosting, payloads, pull_bases
 from stackbot.standin.control_people import PeopleControl
 from stackbot.standin.state import (
     CheckRun,
@@ -137,6 +137,8 @@ class RepoControl(PeopleControl):
             for pull in repo.pulls.values():
                 if pull.state == "open" and pull.head_ref == branch and sha is not None:
                     events.append(self._synchronize(repo, pull, sha, pusher))
+            if sha is None:  # GitHub closes the PRs based on a deleted branch
+                events += pull_bases.close_pulls_based_on(state, repo, branch, pusher)
         self._send(events)
 
     def _synchronize(self, repo: Repo, pull: Pull, sha: str, sender: str) -> Event:

@@ -209,9 +209,17 @@ def commit_tree(
 
 
 def merge(
-    bare: Path, base: str, head: str, *, message: str, author: tuple[str, str], timestamp: float
+    bare: Path,
+    base: str,
+    head: str,
+    *,
+    message: str,
+    author: tuple[str, str],
+    timestamp: float,
+    squash: bool = False,
 ) -> str:
-    """A real two-parent merge commit of ``head`` into ``base`` (``git merge-tree``)."""
+    """A real two-parent merge commit of ``head`` into ``base`` (``git merge-tree``); with
+    ``squash``, one commit on ``base`` with the merged tree (GitHub's squash merge)."""
     result = git(bare, "merge-tree", "--write-tree", "--name-only", base, head, ok_codes=(0, 1))
     lines = result.stdout.decode().splitlines()
     if result.returncode == 1:
@@ -219,7 +227,8 @@ def merge(
             line for line in lines[1:] if line and not line.startswith(("Auto-merging", "CONFLICT"))
         ]
         raise MergeConflict(f"merging {head[:12]} into {base[:12]} conflicts", sorted(set(paths)))
-    return commit_tree(bare, lines[0].strip(), (base, head), message, author, timestamp)
+    parents = (base,) if squash else (base, head)
+    return commit_tree(bare, lines[0].strip(), parents, message, author, timestamp)
 
 
 _FORMAT = "%H%x00%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B%x01"

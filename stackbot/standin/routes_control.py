@@ -138,7 +138,9 @@ def register(app: FastAPI, state: StandinState) -> None:
         repo, sender = f"{owner}/{name}", (body or {}).get("sender")
         if action == "merge":
             (merger,) = need(body, "sender")
-            return _ok({"merge_commit_sha": control.merge_pull(repo, number, merger=merger)})
+            squash = (body or {}).get("merge_method") == "squash"
+            merged = control.merge_pull(repo, number, merger=merger, squash=squash)
+            return _ok({"merge_commit_sha": merged})
         actions = {
             "close": lambda: control.close_pull(repo, number, sender=sender),
             "reopen": lambda: control.reopen_pull(repo, number, sender=sender),

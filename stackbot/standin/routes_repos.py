@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from stackbot.standin import hosting
+from stackbot.standin import hosting, payloads, pull_bases
 from stackbot.standin.auth import (
     StandinHTTPError,
     not_found,
@@ -239,9 +239,18 @@ def _register_git(app: FastAPI, state: StandinState) -> None:
             full_ref = f"refs/{ref}"
             if full_ref == f"refs/heads/{repo.default_branch}":
                 return Response(status_code=422)
-            if full_ref not in hosting.list_refs(repo.bare_path, full_ref):
+            before = hosting.list_refs(repo.bare_path, full_ref).get(full_ref)
+            if before is None:
                 raise unprocessable("Reference does not exist")
             hosting.delete_ref(repo.bare_path, full_ref)
+            events: list[pull_bases.Event] = []
+            if full_ref.startswith("refs/heads/"):
+                sender = caller_of(request).login or "ghost"
+                push = payloads.push_event(state, repo, full_ref, before, None, sender)
+                events.append(("push", push, repo.full_name))
+                branch = full_ref.removeprefix("refs/heads/")
+                events += pull_bases.close_pulls_based_on(state, repo, branch, sender)
+        pull_bases.send(state, events)
         return Response(status_code=204)
 
 

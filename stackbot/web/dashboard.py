@@ -19,6 +19,7 @@ from stackbot.domain.graph_layout import GraphEdge, GraphNode, layout_graph
 from stackbot.web import readmodel
 from stackbot.web.joblogs import tail_line
 from stackbot.web.params import PullNumber, RowId
+from stackbot.web.readmodel.closed_children import closed_child_rows
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals["slug"] = readmodel.series_slug
@@ -59,6 +60,7 @@ def index(request: Request) -> HTMLResponse:
         context = {
             "series": readmodel.list_series(session),
             "tasks": readmodel.task_counts(session),
+            "closed_children": closed_child_rows(session),
         }
     return TEMPLATES.TemplateResponse(request, "index.html", context)
 

@@ -23,6 +23,7 @@ EXTRA_OPERATIONS = {
     "pull-request-stacks/get",
     "pull-request-stacks/create",
     "repos/get",
+    "pulls/update",  # retargeting a child PR (issue 15)
 }
 
 Call = Callable[[Scene], httpx.Response]
@@ -42,6 +43,10 @@ SCENARIOS: dict[str, tuple[int, Call]] = {
     "pulls/list": (200, lambda s: s.user.get(f"{s.repo_path}/pulls", params={"state": "all"})),
     "pulls/list-commits": (200, lambda s: s.user.get(f"{s.repo_path}/pulls/{s.top}/commits")),
     "pulls/list-files": (200, lambda s: s.user.get(f"{s.repo_path}/pulls/{s.bottom}/files")),
+    "pulls/update": (
+        200,
+        lambda s: s.bot.patch(f"{s.repo_path}/pulls/{s.bottom}", json={"body": "retargeted"}),
+    ),
     "issues/create-comment": (
         201,
         lambda s: s.bot.post(f"{s.repo_path}/issues/{s.bottom}/comments", json={"body": "report"}),
@@ -199,6 +204,9 @@ def _stack_two_more(s: Scene) -> httpx.Response:
 ERROR_SCENARIOS: dict[str, list[tuple[int, Call]]] = {
     "pulls/get": [(404, lambda s: s.user.get(f"{s.repo_path}/pulls/9999"))],
     "pulls/list": [(422, lambda s: s.user.get(f"{s.repo_path}/pulls", params={"state": "merged"}))],
+    "pulls/update": [
+        (422, lambda s: s.bot.patch(f"{s.repo_path}/pulls/{s.top}", json={"base": "no-such"})),
+    ],
     "issues/create-comment": [
         (404, lambda s: s.user.post(f"{s.repo_path}/issues/9999/comments", json={"body": "x"})),
         (

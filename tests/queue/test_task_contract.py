@@ -33,6 +33,10 @@ EXAMPLES: list[tasks.TaskPayload] = [
     tasks.Reconcile("o/r"),
     tasks.ConflictMatrix("o/r", "#6307"),
     tasks.Maintenance(),
+    tasks.RetargetChildren("o/r", 8034),
+    tasks.CheckBase("o/r", 8035),
+    tasks.RestackPr("o/r", 8035, "carol", push=True),
+    tasks.PortPr("o/r", 7523, "dev", "dave"),
 ]
 
 

@@ -26,6 +26,7 @@ EXTRA_OPERATIONS = (
     "pull-request-stacks/get",
     "pull-request-stacks/create",
     "repos/get",
+    "pulls/update",
 )
 # Components validated by name (validate_component).
 EXTRA_COMPONENTS = ("#/components/schemas/basic-error", "#/components/schemas/pull-request-stack")

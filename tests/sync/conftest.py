@@ -4,3 +4,4 @@ from __future__ import annotations
 
 from tests.support.standin import *  # noqa: F403  (fixtures)
 from tests.sync.pipeline import bot_settings, pipeline  # noqa: F401  (fixtures)
+from tests.sync.stack_pipeline import stack_pipeline  # noqa: F401  (fixture)

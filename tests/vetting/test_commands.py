@@ -251,3 +251,15 @@ def test_trusted_authors(
         )
         is expected
     )
+
+
+def test_restack_and_port_commands_parse_strictly() -> None:
+    from stackbot.domain.commands import Port, Restack, Unknown
+
+    assert parse_command("/stackbot restack") == Restack(push=False)
+    assert parse_command("/stackbot restack --push") == Restack(push=True)
+    assert parse_command("/stackbot port dev") == Port("dev")
+    assert parse_command("/stackbot port release/1.0") == Port("release/1.0")
+    for bad in ("/stackbot port", "/stackbot port ../x", "/stackbot port -x", "/stackbot port a b",
+                "/stackbot restack now"):  # fmt: skip
+        assert isinstance(parse_command(bad), Unknown), bad

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from stackbot.domain.events import (
@@ -90,7 +92,12 @@ def test_routing() -> None:
             "sync_pull",
             {"repo": "Codertocat/Hello-World", "number": 2, "action": "opened"},
             "sync_pull:Codertocat/Hello-World:2",
-        )
+        ),
+        FollowUp(
+            "check_base",
+            {"repo": "Codertocat/Hello-World", "number": 2},
+            "check_base:Codertocat/Hello-World:2",
+        ),
     ]
     push = PushEvent(
         RepoName("o/r"), "refs/heads/dev", "a", "b", deleted=False, default_branch="main"
@@ -102,3 +109,17 @@ def test_routing() -> None:
     )
     keys = [f.dedupe_key for f in route_event(check)]
     assert keys == ["retest:o/r:1:9", "retest:o/r:2:9"]
+
+
+def test_a_merged_pull_request_asks_for_its_children_to_be_retargeted() -> None:
+    pr = parse_event("pull_request", example("pull_request", "opened").payload)
+    assert isinstance(pr, PullRequestEvent)
+    merged = replace(pr, action="closed", merged=True, state="closed")
+    assert [(f.kind, f.dedupe_key) for f in route_event(merged)] == [
+        ("sync_pull", "sync_pull:Codertocat/Hello-World:2"),
+        ("retarget_children", "retarget_children:Codertocat/Hello-World:2"),
+    ]
+    closed = replace(pr, action="closed", merged=False, state="closed")
+    assert [f.kind for f in route_event(closed)] == ["sync_pull"]
+    labeled = replace(pr, action="ready_for_review")
+    assert [f.kind for f in route_event(labeled)] == ["sync_pull"]

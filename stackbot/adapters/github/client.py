@@ -212,6 +212,10 @@ class GitHubClient:
     def get_stack(self, repo: str, stack_number: int) -> StackRecord:
         return convert.stack_record(self._get(f"{_repo_path(repo)}/stacks/{int(stack_number)}"))
 
+    def update_pull_base(self, repo: str, number: int, base: str) -> None:
+        """Change PR ``number``'s base branch (``pulls/update``)."""
+        self._write("PATCH", f"{_repo_path(repo)}/pulls/{int(number)}", {"base": base})
+
     def clone_url(self, repo: str) -> str:
         """Where git fetches the repository from (a ``file://`` path on the stand-in)."""
         return str(self._get(_repo_path(repo))["clone_url"])

@@ -36,6 +36,10 @@ class GitHubPort(Protocol):
         """The PR's commits, oldest first."""
         ...
 
+    def update_pull_base(self, repo: str, number: int, base: str) -> None:
+        """Change PR ``number``'s base branch."""
+        ...
+
     def clone_url(self, repo: str) -> str:
         """Where git fetches ``repo`` from (a ``file://`` path on the stand-in)."""
         ...

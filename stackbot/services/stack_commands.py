@@ -1,0 +1,174 @@
+"""``/stackbot restack`` and ``/stackbot port <branch>``: who may ask (decided when the comment is
+read, :func:`stack_command_request`), and the ``restack_pr`` / ``port_pr`` tasks that do the git
+work in the repository's mirror and answer on the PR.
+
+Restack: the PR's author or a vetter. The old base is the head of the merged parent the PR was
+built on — named by stackbot's retarget comment on the PR, or a merged parent in the dependency
+graph — when that head is in the PR's history; otherwise the merge base with the PR's base (a
+plain rebase, with commits whose change is already there left out). The result is pushed to the
+PR's branch (lease-protected: only if the branch is still at the restacked head) only when the
+author allowed it, in the ``restack_push_authors`` setting or with ``/stackbot restack --push``
+written by the author; otherwise the reply names the result.
+
+Port: vetters. The PR's change from its merge base with its base branch is applied onto the
+branch; a clean port is pushed as a new branch ``stackbot/port-<N>-<branch>`` and the reply shows
+its commit message; a conflicting port writes nothing and the reply lists the conflicts.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from stackbot.adapters.git import GitMirror, PushUpdate
+from stackbot.adapters.git_maintenance import shared_use
+from stackbot.adapters.github.port import GitHubPort
+from stackbot.db import github_store as store
+from stackbot.db.engine import session_scope
+from stackbot.domain.commands import Port, Restack
+from stackbot.domain.port import port_reply
+from stackbot.domain.records import PrRecord
+from stackbot.domain.restack import restack_reply
+from stackbot.domain.retarget import RETARGET_MARKER
+from stackbot.domain.tasks import PortPr, PrCommand, RestackPr, SyncPull, TaskPayload
+from stackbot.domain.types import PrNumber, Sha
+from stackbot.services.port import PortRequest, port
+from stackbot.services.restack import RestackRequest, restack
+from stackbot.worker.registry import TaskContext, TaskRegistry
+
+log = logging.getLogger(__name__)
+_RETARGETED = re.compile(re.escape(RETARGET_MARKER).replace(r"\{parent\}", r"(\d+)"))
+
+
+def stack_command_request(
+    client: GitHubPort, request: PrCommand, command: Restack | Port, *, vetter: bool
+) -> tuple[str | None, TaskPayload | None]:
+    """(a refusal to reply, or the task to queue)."""
+    if not request.is_pull_request:
+        return "That command works on pull requests only; this is an issue.", None
+    if isinstance(command, Port):
+        if not vetter:
+            return (
+                f"@{request.author}, only vetters (write access, or listed as vetters in "
+                "stackbot's configuration) can ask for a port.",
+                None,
+            )
+        return None, PortPr(request.repo, request.number, command.branch, request.author)
+    pr = client.get_pull(request.repo, request.number)
+    is_author = pr.author.lower() == request.author.lower()
+    if not (is_author or vetter):
+        return f"@{request.author}, only the author or a vetter can ask for a restack.", None
+    if command.push and not is_author:
+        return "Only the pull request's author can allow a push to its branch (`--push`).", None
+    return None, RestackPr(request.repo, request.number, request.author, command.push)
+
+
+def _mirror(ctx: TaskContext, client: GitHubPort, repo: str) -> GitMirror:
+    with session_scope(ctx.engine) as session:
+        repository = store.get_repository(session, full_name=repo)
+        clone_url = repository.clone_url if repository is not None else None
+    settings = ctx.settings
+    return GitMirror.open_or_clone(
+        clone_url or client.clone_url(repo),
+        settings.mirrors_dir,
+        timeout=settings.git_fetch_timeout_s,
+    )
+
+
+def _parents(ctx: TaskContext, client: GitHubPort, repo: str, number: int) -> list[int]:
+    """Merged-parent candidates: from stackbot's retarget comments, then the graph's edges."""
+    found: list[int] = []
+    for comment in client.list_issue_comments(repo, number):
+        match = _RETARGETED.match(comment.body)
+        if match:
+            found.append(int(match.group(1)))
+    with session_scope(ctx.engine) as session:
+        repository = store.get_repository(session, full_name=repo)
+        if repository is not None and repository.id is not None:
+            for edge in store.list_edges(session, repo_id=repository.id):
+                if edge.child == number and edge.parent not in found:
+                    found.append(edge.parent)
+    return found
+
+
+def handle_restack_pr(ctx: TaskContext, task: RestackPr) -> None:
+    client = ctx.services.github()
+    pr = client.get_pull(task.repo, task.number)
+    if not pr.is_open:
+        return
+    mirror = _mirror(ctx, client, task.repo)
+    parents = [client.get_pull(task.repo, n) for n in _parents(ctx, client, task.repo, task.number)]
+    merged = [p for p in parents if p.merged and p.head_sha]
+    mirror.fetch(
+        [f"refs/heads/{pr.base_ref}", f"refs/pull/{task.number}/head"]
+        + [f"refs/pull/{p.number}/head" for p in merged]
+    )
+    head = mirror.rev_parse(f"refs/pull/{task.number}/head")
+    base = mirror.rev_parse(f"refs/heads/{pr.base_ref}")
+    old_base, note = _old_base(mirror, head, base, merged)
+    # Its merges write objects a concurrent repack must not drop.
+    with shared_use(mirror.git_dir, wait_s=ctx.settings.maintenance.lock_wait_s):
+        result = restack(
+            mirror,
+            RestackRequest(
+                PrNumber(task.number), head, old_base, base, ctx.settings.generated_files
+            ),
+            allowlist=ctx.services.allowlist(mirror),
+        )
+    pushed_to = None
+    allowed = task.push or pr.author.lower() in {
+        a.lower() for a in ctx.settings.restack_push_authors
+    }
+    same_repo = pr.head_repo in (None, task.repo)
+    if result.clean and result.ref_name and result.new_head != head and allowed and same_repo:
+        mirror.push("origin", [PushUpdate(result.ref_name, pr.head_ref, Sha(head))])
+        pushed_to = pr.head_ref
+        ctx.enqueue_task(SyncPull(task.repo, task.number, "restacked"))
+    if not ctx.state.get("replied"):
+        reply = restack_reply(result, base_ref=pr.base_ref, pushed_to=pushed_to, note=note)
+        client.create_comment(task.repo, task.number, reply)
+        ctx.save_state({"replied": True})
+
+
+def _old_base(mirror: GitMirror, head: Sha, base: Sha, merged: list[PrRecord]) -> tuple[Sha, str]:
+    for parent in merged:
+        old = Sha(parent.head_sha)
+        if mirror.try_rev_parse(old) and mirror.is_ancestor(old, head):
+            return old, f"the last head of #{parent.number}, merged"
+    fork = mirror.merge_base(head, base) or base
+    return fork, "where this branch left its base"
+
+
+def handle_port_pr(ctx: TaskContext, task: PortPr) -> None:
+    client = ctx.services.github()
+    pr = client.get_pull(task.repo, task.number)
+    mirror = _mirror(ctx, client, task.repo)
+    mirror.fetch(
+        [f"refs/heads/{pr.base_ref}", f"refs/heads/{task.branch}", f"refs/pull/{task.number}/head"]
+    )
+    head = mirror.rev_parse(f"refs/pull/{task.number}/head")
+    upstream = mirror.merge_base(head, mirror.rev_parse(f"refs/heads/{pr.base_ref}")) or head
+    with shared_use(mirror.git_dir, wait_s=ctx.settings.maintenance.lock_wait_s):
+        result = port(
+            mirror,
+            PortRequest(
+                PrNumber(task.number), head, upstream, task.branch, ctx.settings.generated_files
+            ),
+            allowlist=ctx.services.allowlist(mirror),
+        )
+    pushed = None
+    if result.commit and result.ref_name:
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", task.branch).strip("-.")
+        pushed = f"stackbot/port-{task.number}-{slug}"
+        existing = mirror.try_rev_parse(f"refs/stackbot/pushed-port/{pushed}")
+        if existing != result.commit:
+            mirror.push("origin", [PushUpdate(result.ref_name, pushed, existing)])
+            mirror.update_refs({f"refs/stackbot/pushed-port/{pushed}": result.commit})
+    if not ctx.state.get("replied"):
+        client.create_comment(task.repo, task.number, port_reply(result, pushed_branch=pushed))
+        ctx.save_state({"replied": True})
+
+
+def register_tasks(registry: TaskRegistry) -> None:
+    registry.add_task(RestackPr, handle_restack_pr)
+    registry.add_task(PortPr, handle_port_pr)
