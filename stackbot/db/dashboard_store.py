@@ -85,6 +85,10 @@ def pulls_numbered(session: Session, *, numbers: Collection[int]) -> Sequence[Pu
     return session.exec(select(PullRequest).where(col(PullRequest.number).in_(numbers))).all()
 
 
+def repository_by_id(session: Session, *, repo_id: int) -> Repository | None:
+    return session.get(Repository, repo_id)
+
+
 def find_pull(
     session: Session, *, number: int, repo: str | None = None
 ) -> tuple[PullRequest, Repository] | None:

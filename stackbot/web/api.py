@@ -26,7 +26,11 @@ def api_series(request: Request) -> list[dict[str, Any]]:
 @router.get("/series/{slug}", summary="One series: graph, PRs, latest series run, conflicts")
 def api_series_detail(request: Request, slug: str) -> dict[str, Any]:
     with _session(request) as session:
-        page = readmodel.series_page(session, readmodel.key_from_slug(slug))
+        page = readmodel.series_page(
+            session,
+            readmodel.key_from_slug(slug),
+            settings=getattr(request.app.state, "settings", None),
+        )
     if page is None:
         raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
     return page.to_json()
@@ -35,7 +39,9 @@ def api_series_detail(request: Request, slug: str) -> dict[str, Any]:
 @router.get("/pulls/{number}", summary="One pull request with its stack, runs and tests")
 def api_pull(request: Request, number: PullNumber) -> dict[str, Any]:
     with _session(request) as session:
-        detail = readmodel.pull_detail(session, number)
+        detail = readmodel.pull_detail(
+            session, number, settings=getattr(request.app.state, "settings", None)
+        )
     if detail is None:
         raise HTTPException(404, f"no pull request #{number}")
     return {

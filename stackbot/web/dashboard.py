@@ -6,21 +6,33 @@ themselves when ``/api/changes`` reports a new change token (a few lines of Java
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from sqlmodel import Session
 
-from stackbot.domain.graph_layout import GraphEdge, GraphNode, layout_graph
+from stackbot.domain.graph_layout import GraphEdge, dependency_depths, edge_words
 from stackbot.web import readmodel
 from stackbot.web.joblogs import tail_line
 from stackbot.web.params import PullNumber, RowId
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals["slug"] = readmodel.series_slug
+
+
+def _ticks(text: str) -> Markup:
+    """A verdict's words as HTML: escaped, with its `code spans` as <code>."""
+    escaped = str(escape(text))
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+
+
+TEMPLATES.env.filters["ticks"] = _ticks
 
 
 def _pair_paths(matrix: dict[str, Any], a: int, b: int) -> list[str]:
@@ -58,23 +70,70 @@ def index(request: Request) -> HTMLResponse:
 @router.get("/series/{slug}", response_class=HTMLResponse)
 def series(request: Request, slug: str) -> HTMLResponse:
     with _session(request) as session:
-        page = readmodel.series_page(session, readmodel.key_from_slug(slug))
+        page = readmodel.series_page(
+            session,
+            readmodel.key_from_slug(slug),
+            settings=getattr(request.app.state, "settings", None),
+        )
     if page is None:
         raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
-    nodes = [GraphNode(row.number, row.title, row.display_state) for row in page.pulls]
-    # One arrow per pair of PRs, labelled with every source that declares it.
+    return TEMPLATES.TemplateResponse(
+        request, "series.html", {"page": page, "stack": _stack_list(page)}
+    )
+
+
+@dataclass(frozen=True)
+class StackItem:
+    """One PR of the stack-order list: how deep it sits, what it depends on (in words), what
+    it conflicts with, what superseded it."""
+
+    row: readmodel.PullRow
+    depth: int
+    parents: list[tuple[int, str, str]]  # (parent, sources, the sources in words)
+    conflicts: list[tuple[int, list[str]]]  # (other PR, paths)
+
+
+def _stack_list(page: readmodel.SeriesPage) -> list[StackItem]:
+    numbers = [row.number for row in page.pulls]
     sources: dict[tuple[int, int], list[str]] = {}
     for child, parent, source in page.edges:
         sources.setdefault((child, parent), []).append(source)
-    edges = [GraphEdge(c, p, ", ".join(sorted(found))) for (c, p), found in sources.items()]
-    layout = layout_graph(nodes, edges)
-    return TEMPLATES.TemplateResponse(request, "series.html", {"page": page, "layout": layout})
+    edges = [GraphEdge(c, p, "") for (c, p) in sources]
+    depths = dependency_depths(numbers, edges)
+    conflicts: dict[int, dict[int, list[str]]] = {n: {} for n in numbers}
+    for a, b, paths in page.conflict_pairs:
+        conflicts.setdefault(a, {})[b] = paths
+        conflicts.setdefault(b, {})[a] = paths
+    for step in page.series_steps:
+        paths = [str(c.get("path")) for c in step.conflicts]
+        for other in step.conflicts_with:
+            conflicts.setdefault(step.pr_number, {}).setdefault(other, paths)
+            conflicts.setdefault(other, {}).setdefault(step.pr_number, paths)
+    return [
+        StackItem(
+            row=row,
+            depth=min(depths.get(row.number, 0), 8),
+            parents=sorted(
+                (
+                    parent,
+                    ", ".join(sorted(set(found))),
+                    ", ".join(edge_words(source) for source in sorted(set(found))),
+                )
+                for (child, parent), found in sources.items()
+                if child == row.number
+            ),
+            conflicts=sorted(conflicts.get(row.number, {}).items()),
+        )
+        for row in page.pulls
+    ]
 
 
 @router.get("/pulls/{number}", response_class=HTMLResponse)
 def pull(request: Request, number: PullNumber) -> HTMLResponse:
     with _session(request) as session:
-        detail = readmodel.pull_detail(session, number)
+        detail = readmodel.pull_detail(
+            session, number, settings=getattr(request.app.state, "settings", None)
+        )
     if detail is None:
         raise HTTPException(404, f"no pull request #{number}")
     return TEMPLATES.TemplateResponse(request, "pull.html", {"d": detail})
