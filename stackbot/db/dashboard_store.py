@@ -259,6 +259,12 @@ def newest_jobs(session: Session, *, limit: int) -> Sequence[Job]:
     return session.exec(select(Job).order_by(col(Job.id).desc()).limit(limit)).all()
 
 
+def runs_by_ids(session: Session, *, run_ids: Collection[int]) -> Sequence[IntegrationRun]:
+    if not run_ids:
+        return []
+    return session.exec(select(IntegrationRun).where(col(IntegrationRun.id).in_(run_ids))).all()
+
+
 # -- tasks and changes ------------------------------------------------------------------------
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
@@ -20,7 +20,8 @@ from sqlmodel import Session
 from stackbot.domain.graph_layout import GraphEdge, dependency_depths, edge_words
 from stackbot.web import readmodel
 from stackbot.web.joblogs import tail_line
-from stackbot.web.params import PullNumber, RowId
+from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
+from stackbot.web.readmodel.jobs import node_names, tested_by
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals["slug"] = readmodel.series_slug
@@ -152,15 +153,29 @@ def run(request: Request, run_id: RowId) -> HTMLResponse:
 
 
 @router.get("/jobs", response_class=HTMLResponse)
-def jobs(request: Request) -> HTMLResponse:
+def jobs(
+    request: Request,
+    pr: Annotated[int | None, Query(ge=1, le=MAX_ROW_ID)] = None,
+    test_set: Annotated[str | None, Query(max_length=100)] = None,
+) -> HTMLResponse:
+    test_set = test_set or None
     with _session(request) as session:
-        groups = readmodel.list_jobs(session)
+        groups = readmodel.list_jobs(session, pr=pr, test_set=test_set)
+        shown = [job for group in ("running", "queued", "finished") for job in groups[group]]
+        tested = tested_by(session, shown)
     tails = {
         job.id: tail_line(job.out_dir)
         for group in ("running", "finished")
         for job in groups[group][:50]
     }
-    return TEMPLATES.TemplateResponse(request, "jobs.html", {"jobs": groups, "tails": tails})
+    context = {
+        "jobs": groups,
+        "tails": tails,
+        "tested": tested,
+        "nodes": {job.id: node_names(job.node) for job in shown},
+        "filters": {"pr": pr, "test_set": test_set},
+    }
+    return TEMPLATES.TemplateResponse(request, "jobs.html", context)
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
@@ -170,7 +185,15 @@ def job(request: Request, job_id: RowId) -> HTMLResponse:
     if detail is None:
         raise HTTPException(404, f"no job {job_id}")
     return TEMPLATES.TemplateResponse(
-        request, "job.html", {"job": detail.summary, "tests": detail.tests, "log": detail.log}
+        request,
+        "job.html",
+        {
+            "job": detail.summary,
+            "tests": detail.tests,
+            "log": detail.log,
+            "tested": detail.tested,
+            "node": node_names(detail.summary.node),
+        },
     )
 
 
