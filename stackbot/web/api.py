@@ -9,6 +9,7 @@ from sqlmodel import Session
 
 from stackbot.web import readmodel
 from stackbot.web.params import PullNumber, RowId
+from stackbot.web.readmodel.tasks import last_data_change
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -95,6 +96,10 @@ def api_tasks(request: Request) -> dict[str, Any]:
 
 
 @router.get("/changes", summary="A token that changes whenever the dashboard's data changes")
-def api_changes(request: Request) -> dict[str, str]:
+def api_changes(request: Request) -> dict[str, str | None]:
+    """``token`` changes with anything shown; ``changed_at`` is when data last changed."""
     with _session(request) as session:
-        return {"token": readmodel.change_token(session)}
+        return {
+            "token": readmodel.change_token(session),
+            "changed_at": last_data_change(session),
+        }

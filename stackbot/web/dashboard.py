@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 from sqlmodel import Session
@@ -202,6 +202,28 @@ def tasks(request: Request) -> HTMLResponse:
     with _session(request) as session:
         counts = readmodel.task_counts(session)
     return TEMPLATES.TemplateResponse(request, "tasks.html", {"tasks": counts})
+
+
+_STATIC = Path(__file__).parent / "static"
+_DOCS_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>stackbot · API</title>
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/static/swagger/swagger-ui.css"></head>
+<body><div id="swagger-ui"></div>
+<script src="/static/swagger/swagger-ui-bundle.js"></script>
+<script src="/static/swagger/init.js"></script></body></html>
+"""
+
+
+@router.get("/docs", response_class=HTMLResponse)
+def docs() -> HTMLResponse:
+    """Swagger UI for /openapi.json from stackbot's own copy (GPU clusters are often offline)."""
+    return HTMLResponse(_DOCS_PAGE)
+
+
+@router.get("/favicon.ico")
+def favicon() -> FileResponse:
+    return FileResponse(_STATIC / "favicon.svg", media_type="image/svg+xml")
 
 
 def install(app: Any) -> None:

@@ -6,6 +6,7 @@ at 1400 and 390 px. Screenshots are saved as artifacts (series50-<width>.png).""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from sqlmodel import Session, select
 from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import load_settings
 from stackbot.db.engine import session_scope
-from stackbot.db.models import Series
+from stackbot.db.models import PullRequest, Series
 from stackbot.domain.report import (
     render_approval_check,
     render_check_run,
@@ -57,7 +58,7 @@ def site(engine: Engine, tmp_path: Path) -> Iterator[tuple[str, list[PrReportVie
         views = build_report_views(
             session, settings, repo=REPO, numbers=[FIRST + i for i in range(PRS)]
         )
-    app = FastAPI()
+    app = FastAPI(docs_url=None, redoc_url=None)  # as create_app: the dashboard serves /docs
     app.state.engine = engine
     app.state.settings = settings
     exposure.install(app, settings)
@@ -86,10 +87,10 @@ def test_fifty_prs_read_the_same_everywhere_and_fit(site: Any, browser: Any) -> 
                 assert _verdict_label(check.summary.splitlines()[0]) == label
         expected[view.pr.number] = label
     assert len(set(expected.values())) >= 4  # a realistic mix, not one verdict everywhere
+    errors: list[str] = []
     for width in (1400, 390):
         context = browser.new_context(viewport={"width": width, "height": 900})
         page = context.new_page()
-        errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         try:
             page.goto(url + "/series/6307")
@@ -115,3 +116,53 @@ def test_fifty_prs_read_the_same_everywhere_and_fit(site: Any, browser: Any) -> 
         finally:
             context.close()
         assert not errors, errors
+
+
+def test_docs_work_offline(site: Any, browser: Any) -> None:  # noqa: F811
+    """Swagger UI from stackbot's own files: every request to another host is refused."""
+    url, _ = site
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    elsewhere: list[str] = []
+
+    def only_local(route: Any) -> None:
+        if route.request.url.startswith(url):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    try:
+        page.goto(url + "/docs")
+        page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)
+        assert page.locator(".swagger-ui .opblock").count() >= 5
+        favicon = page.request.get(url + "/favicon.ico")
+        assert favicon.ok and "svg" in favicon.headers["content-type"]
+    finally:
+        context.close()
+    assert elsewhere == []
+
+
+def test_live_updates_patch_the_page_without_reloading(
+    site: Any,
+    browser: Any,  # noqa: F811
+    engine: Engine,
+) -> None:
+    url, _ = site
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(url + "/series/6307")
+        page.evaluate("window.__not_reloaded = 42")
+        page.mouse.move(1, 1)  # away from anything with a tooltip
+        with session_scope(engine) as session:
+            pull = session.exec(select(PullRequest).where(PullRequest.number == FIRST)).one()
+            pull.title = "A title changed while the page was open"
+            pull.synced_at = datetime.now(UTC)
+            session.add(pull)
+        page.wait_for_selector("text=A title changed while the page was open", timeout=20_000)
+        assert page.evaluate("window.__not_reloaded") == 42
+        assert "updated" in page.locator("#live").inner_text()
+    finally:
+        context.close()

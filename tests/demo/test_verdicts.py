@@ -115,7 +115,9 @@ def test_pages_show_the_same_verdicts_and_fit_the_viewport(
             assert wide <= width, f"{path} is {wide} px wide at {width} px"
             if path.startswith("/pulls/"):
                 name = path.strip("/").replace("/", "-")
-                page.screenshot(path=str(artifacts_dir() / f"demo-{name}-{width}.png"), full_page=True)
+                page.screenshot(
+                    path=str(artifacts_dir() / f"demo-{name}-{width}.png"), full_page=True
+                )
     finally:
         context.close()
     assert not errors, errors
