@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -31,7 +32,10 @@ def register(subparsers: Any) -> None:
         "--workdir",
         type=Path,
         default=None,
-        help="where the demo keeps its repositories and database (default: a new temp dir)",
+        help=(
+            "where the demo keeps its repositories, database and log (default: demo/ in "
+            "STACKBOT_DATA_DIR when it is set, else a new temporary directory); emptied first"
+        ),
     )
     parser.add_argument(
         "--timeout", type=float, default=900.0, help="give up after this many seconds"
@@ -39,10 +43,17 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=_demo)
 
 
+def _default_workdir() -> Path:
+    data_dir = os.environ.get("STACKBOT_DATA_DIR")
+    if data_dir:
+        return Path(data_dir).expanduser() / "demo"
+    return Path(tempfile.mkdtemp(prefix="stackbot-demo-"))
+
+
 def _demo(args: argparse.Namespace) -> int:
     from stackbot.demo.runner import run_demo
 
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="stackbot-demo-"))
+    workdir = args.workdir or _default_workdir()
     started = time.monotonic()
 
     def say(message: str) -> None:

@@ -85,6 +85,10 @@ def pulls_numbered(session: Session, *, numbers: Collection[int]) -> Sequence[Pu
     return session.exec(select(PullRequest).where(col(PullRequest.number).in_(numbers))).all()
 
 
+def repository_by_id(session: Session, *, repo_id: int) -> Repository | None:
+    return session.get(Repository, repo_id)
+
+
 def find_pull(
     session: Session, *, number: int, repo: str | None = None
 ) -> tuple[PullRequest, Repository] | None:
@@ -253,6 +257,12 @@ def baseline_job_rows(session: Session, *, commit_shas: Collection[str]) -> Sequ
 
 def newest_jobs(session: Session, *, limit: int) -> Sequence[Job]:
     return session.exec(select(Job).order_by(col(Job.id).desc()).limit(limit)).all()
+
+
+def runs_by_ids(session: Session, *, run_ids: Collection[int]) -> Sequence[IntegrationRun]:
+    if not run_ids:
+        return []
+    return session.exec(select(IntegrationRun).where(col(IntegrationRun.id).in_(run_ids))).all()
 
 
 # -- tasks and changes ------------------------------------------------------------------------

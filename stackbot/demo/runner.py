@@ -9,6 +9,7 @@ interrupted (``--once``: exits 0 when every report is posted, non-zero with the 
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import shutil
@@ -30,9 +31,10 @@ from stackbot.adapters.http_server import BackgroundServer
 from stackbot.cli.tasks import service_registry
 from stackbot.config import Settings, load_settings
 from stackbot.db import migrate
-from stackbot.db.models import Job, Task
+from stackbot.db.models import IntegrationRun, Job, Task
 from stackbot.db.models._columns import utcnow
 from stackbot.demo import scenario
+from stackbot.domain.report import MARKER
 from stackbot.standin import StandinServer
 from stackbot.web.app import create_app
 
@@ -145,6 +147,8 @@ def run_demo(*, workdir: Path, port: int, once: bool, timeout_s: float, say: Say
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
+    log_path = send_logs_to(workdir / "stackbot-demo.log")
+    say(f"work directory {workdir}; worker and HTTP logs in {log_path}")
     stack = DemoStack(workdir, port, say)
     try:
         settings = stack.start()
@@ -170,6 +174,83 @@ def run_demo(*, workdir: Path, port: int, once: bool, timeout_s: float, say: Say
         stack.stop()
 
 
+def send_logs_to(path: Path) -> Path:
+    """Send every log record to ``path``; only errors still reach the terminal, so the demo's
+    terminal tells its story instead of ~800 task lines."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, logging.StreamHandler) and not isinstance(
+            handler, logging.FileHandler
+        ):
+            handler.setLevel(logging.ERROR)
+    to_file = logging.FileHandler(path, encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(to_file)
+    root.setLevel(min(root.level or logging.INFO, logging.INFO))
+    return path
+
+
+class Progress:
+    """One progress line: rewritten in place on a terminal, printed again only when what runs
+    changes otherwise (a log file or a pipe gets one line per job, not one per second)."""
+
+    def __init__(self, say: Say, stream: Any = None) -> None:
+        self.say = say
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.last_key = ""
+
+    def show(self, key: str, line: str) -> None:
+        if self.live:
+            self.stream.write("\r\033[K" + line)
+            self.stream.flush()
+            self.last_key = key
+            return
+        if key != self.last_key:
+            self.say(line)
+            self.last_key = key
+
+    def end(self) -> None:
+        if self.live and self.last_key:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def progress_line(
+    jobs: list[Job], runs: dict[int, IntegrationRun], busy: list[str], now: datetime
+) -> tuple[str, str]:
+    """(what runs, the same with its seconds): ``job 5/15: amax-group 2x4 for #8035, 40 s``."""
+    done = sum(1 for job in jobs if job.status in FINISHED_JOBS)
+    running = sorted(
+        (job for job in jobs if job.status == "running" and job.reused_from_job_id is None),
+        key=lambda job: job.id or 0,
+    )
+    if not running:
+        what = f"jobs {done}/{len(jobs)} finished"
+        if not busy:
+            return what, what
+        kinds = ", ".join(sorted(set(busy)))
+        return what, f"{what}; {len(busy)} task{'s' if len(busy) != 1 else ''} busy ({kinds})"
+    job = running[0]
+    what = f"job {done + 1}/{len(jobs)}: {job.test_set} {job.shape} for {_tree_of(job, runs)}"
+    if len(running) > 1:
+        what += f" (+{len(running) - 1} more running)"
+    seconds = (now - _aware(job.started_at)).total_seconds() if job.started_at else 0.0
+    # A long job still says so every 30 s where the line cannot be rewritten in place.
+    return f"{what} {int(seconds) // 30}", f"{what}, {seconds:.0f} s"
+
+
+def _tree_of(job: Job, runs: dict[int, IntegrationRun]) -> str:
+    if job.kind == "baseline":
+        return f"main {job.commit_sha[:7]} (baseline)"
+    run = runs.get(job.integration_run_id or -1)
+    if run is None:
+        return f"tree {job.tree_sha[:7]}"
+    if run.kind == "series":
+        return f"the series {run.series_key}"
+    return f"#{run.target_pr}'s stack"
+
+
 def wait_until_reported(
     stack: DemoStack, settings: Settings, *, timeout_s: float, say: Say
 ) -> DemoResult:
@@ -178,13 +259,16 @@ def wait_until_reported(
 
     engine = make_engine(settings.effective_database_url)
     deadline = time.monotonic() + timeout_s
-    last = ""
+    progress = Progress(say)
     try:
         while True:
             with Session(engine) as session:
                 tasks = session.exec(select(Task.status, Task.kind, Task.run_after)).all()
-                jobs = session.exec(select(Job.status)).all()
+                job_rows = list(session.exec(select(Job)).all())
+                runs = {run.id or 0: run for run in session.exec(select(IntegrationRun)).all()}
                 dead = session.exec(select(Task).where(Task.status == "dead")).all()
+                session.expunge_all()
+            jobs = [job.status for job in job_rows]
             soon = utcnow() + timedelta(seconds=5)  # the periodic reconcile waits far longer
             busy = [
                 kind
@@ -192,11 +276,10 @@ def wait_until_reported(
                 if status == "running" or (status == "pending" and _aware(run_after) <= soon)
             ]
             done_jobs = sum(1 for status in jobs if status in FINISHED_JOBS)
-            line = f"tasks busy {len(busy)}, jobs {done_jobs}/{len(jobs)} finished"
-            if line != last:
-                say(line)
-                last = line
+            key, line = progress_line(job_rows, runs, busy, utcnow())
+            progress.show(key, line)
             if dead:
+                progress.end()
                 reasons = "; ".join(
                     f"{t.kind}: {(t.last_error or '').strip().splitlines()[-1:]}" for t in dead
                 )
@@ -205,6 +288,7 @@ def wait_until_reported(
                 comments = sticky_comments(stack)
                 missing = [n for n in scenario.REPORTED_PRS if n not in comments]
                 if not missing:
+                    progress.end()
                     problems = [n for n in jobs if n in ("infra", "error", "timeout")]
                     ok = not problems
                     reason = (
@@ -214,6 +298,7 @@ def wait_until_reported(
                     )
                     return DemoResult(ok, reason, comments)
             if time.monotonic() > deadline:
+                progress.end()
                 return DemoResult(
                     False, f"not every report was posted within {timeout_s:.0f} s ({line})"
                 )
@@ -239,7 +324,9 @@ def sticky_comments(stack: DemoStack) -> dict[int, str]:
 def print_result(result: DemoResult, say: Say) -> None:
     for number, body in sorted(result.comments.items()):
         sys.stdout.write(f"\n──── sticky comment on #{number} " + "─" * 40 + "\n")
-        sys.stdout.write(body.rstrip() + "\n")
+        # The hidden marker is for stackbot, not for the reader (GitHub does not show it).
+        shown = body.replace(MARKER + "\n", "", 1).replace(MARKER, "", 1)
+        sys.stdout.write(shown.strip() + "\n")
     sys.stdout.write("\n")
     if result.ok:
         say(f"every report is posted ({result.elapsed_s:.0f} s). Dashboard: {result.dashboard}")

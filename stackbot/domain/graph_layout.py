@@ -132,3 +132,27 @@ def _columns(numbers: list[int], parents: dict[int, list[int]]) -> dict[int, int
     for number in numbers:
         visit(number)
     return depth
+
+
+def dependency_depths(numbers: Sequence[int], edges: Sequence[GraphEdge]) -> dict[int, int]:
+    """How deep each PR sits in its stack (roots 0): the indentation of the stack-order list."""
+    known = set(numbers)
+    parents: dict[int, list[int]] = defaultdict(list)
+    for edge in edges:
+        if edge.child in known and edge.parent in known and edge.child != edge.parent:
+            parents[edge.child].append(edge.parent)
+    return _columns(list(numbers), parents)
+
+
+EDGE_WORDS = {
+    "native_stack": "stacked on",
+    "base_branch": "base branch",
+    "depends_on": "“Depends on”",
+    "merged_head": "merges the head of",
+    "override": "set by /stackbot depends-on",
+}
+
+
+def edge_words(source: str) -> str:
+    """An edge's source as a reader says it: ``base_branch`` → ``base branch``."""
+    return EDGE_WORDS.get(source, source.replace("_", " "))

@@ -24,6 +24,7 @@ from stackbot.domain.report_view import (
     StepView,
     TestRow,
 )
+from stackbot.domain.verdict import ROW_ICON, Verdict, decide, in_tree, row_state, step_of
 
 MARKER = "<!-- stackbot:report v1 -->"
 MAX_LISTED = 10  # test ids or paths listed inline before "and N more"
@@ -43,7 +44,9 @@ __all__ = [
     "StackView",
     "StepView",
     "TestRow",
+    "render_approval_check",
     "render_check_run",
+    "render_integration_check",
     "render_status_reply",
     "render_sticky_comment",
 ]
@@ -67,19 +70,25 @@ def pr_list(numbers: tuple[int, ...]) -> str:
 
 
 def render_sticky_comment(view: PrReportView) -> str:
-    title = f"**stackbot** · #{view.pr.number} at `{short(view.head_sha)}`"
+    """The marker (invisible once rendered), then the verdict and the next action as the first
+    line a reader sees, then the facts behind it."""
+    verdict = decide(view)
+    title = f"<sub>stackbot · #{view.pr.number} at `{short(view.head_sha)}`"
     if view.url:
         title += f" · [dashboard]({view.url})"
-    return _join([MARKER, title, *_sections(view)])
+    title += "</sub>"
+    return MARKER + "\n" + _join([f"{verdict.markdown()}\n{title}", *_sections(view)])
 
 
 def render_status_reply(view: PrReportView) -> str:
     """The answer to ``/stackbot status``: the same sections, without the sticky marker (so the
     reply is never mistaken for the sticky comment)."""
-    title = f"**stackbot status** · #{view.pr.number} at `{short(view.head_sha)}`"
+    verdict = decide(view)
+    title = f"<sub>stackbot status · #{view.pr.number} at `{short(view.head_sha)}`"
     if view.url:
         title += f" · [dashboard]({view.url})"
-    return _join([title, *_sections(view)])
+    title += "</sub>"
+    return _join([f"{verdict.markdown()}\n{title}", *_sections(view)])
 
 
 def _join(blocks: list[str]) -> str:
@@ -141,21 +150,55 @@ _OUTCOME_ICON = {
 
 
 def _integration(view: PrReportView) -> str:
-    runs = [run for run in (view.stack_integration, view.series_integration) if run is not None]
-    if not runs:
-        return ""
     lines = ["**Integration**"]
-    folded: list[str] = []
-    for run in runs:
-        head, notable = _run_lines(run, view.stack.series_key)
+    if view.stack_integration is not None:
+        head, notable = _run_lines(view.stack_integration, view.stack.series_key)
         lines.append(head)
-        if run.kind == "series" and len(notable) > MAX_LISTED:
-            # A 60-PR series would drown the comment: its steps fold away.
-            summary = f"series {view.stack.series_key or '?'}: {len(notable)} PRs need attention"
-            folded.append(_details(summary, notable))
-        else:
-            lines.extend(f"  {line}" for line in notable)
-    return "\n".join(lines + folded)
+        lines.extend(f"  {line}" for line in notable)
+    if view.series_integration is not None:
+        lines.extend(_series_lines(view, view.series_integration))
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+def _series_lines(view: PrReportView, run: IntegrationView) -> list[str]:
+    """The series run as far as it concerns this PR: whether its tree holds the PR (and if not,
+    why), and the conflicts of other PRs with this one. Other PRs' troubles stay on their own
+    comments and on the dashboard."""
+    number = view.pr.number
+    what = f"Series `{view.stack.series_key or '?'}`"
+    if run.steps:
+        what += f" ({len(run.steps)} PR{_s(len(run.steps))})"
+    link = f" ([run]({run.url}))" if run.url else ""
+    head = f"- {what} onto `{run.base_ref}` `{short(run.base_sha)}`: "
+    step = step_of(run, number)
+    if run.status in ("pending", "running"):
+        return [head + f"⏳ {run.status}{link}"]
+    if run.status == "error":
+        return [head + f"❌ error{link}" + (f": {run.error}" if run.error else "")]
+    if step is None:
+        return [head + f"this PR is not part of it{link}"]
+    if in_tree(run, number):
+        text = head + f"✅ this PR merged ({step.outcome})"
+        if run.commit:
+            text += f" → `{short(run.commit)}`"
+        lines = [text + link]
+        if step.outcome == "resolved":
+            lines.append(f"  {_step_line(step)}")
+    else:
+        lines = [head + f"{_OUTCOME_ICON.get(step.outcome, '❔')} this PR was left out{link}"]
+        lines.append(f"  {_step_line(step)}")
+        lines.append("  - the series' test results do not include this PR, so none are shown here")
+    others = [
+        other
+        for other in run.steps
+        if other.pr != number and other.outcome == "conflict" and number in other.conflicts_with
+    ]
+    for other in others:
+        lines.append(
+            f"  - ⚠️ #{other.pr} conflicts with this PR in {code_list(other.conflicting_paths)}"
+            f" and was left out of the series (its comment says how to fix it)"
+        )
+    return lines
 
 
 def _details(summary: str, lines: list[str]) -> str:
@@ -233,9 +276,9 @@ def _s(count: int) -> str:
 def _tests(view: PrReportView) -> str:
     blocks = []
     if view.tests:
-        where = "the stack integration" if view.series_tests else "the integration"
+        where = "the stack integration"
         blocks.append(_test_block(view, view.tests, where, view.tested_commit))
-    if view.series_tests:
+    if view.series_tests and in_tree(view.series_integration, view.pr.number):
         key = view.stack.series_key
         series = f"the series {key} integration" if key else "the series integration"
         blocks.append(_test_block(view, view.series_tests, series, view.series_tested_commit))
@@ -263,11 +306,23 @@ _RUNNING = {
 }
 
 
+_ROW_WORDS = {
+    "passed": "passed",
+    "no-regressions": "no regressions: these failures also fail on main",
+    "new-failures": "new failures",
+    "running": "",
+    "job-trouble": "no usable result",
+}
+
+
 def test_line(row: TestRow) -> str:
-    """``✅ amax-group 2x4: 23 passed · main: 14 passed, 9 failed (9 newly pass)``."""
-    conclusion = row_conclusion(row)
-    icon = _CONCLUSION_ICON[conclusion] if conclusion else "⏳"
-    return f"{icon} **{row.label}**: {test_summary(row)}"
+    """``✅ amax-group 2x4: 23 passed · main: 14 passed, 9 failed (9 newly pass)``; the icon is
+    the verdict's colour for the row (🟡: fails only what main fails too)."""
+    state = row_state(row)
+    text = f"{ROW_ICON[state]} **{row.label}**: {test_summary(row)}"
+    if state == "no-regressions":
+        text += f" — {_ROW_WORDS[state]}"
+    return text
 
 
 def test_summary(row: TestRow) -> str:
@@ -356,6 +411,17 @@ def check_run_name(test_set: str, shape: str) -> str:
     return f"stackbot / {test_set} {shape}"
 
 
+INTEGRATION_CHECK = "stackbot/integration"
+APPROVAL_CHECK = "stackbot/approval"
+
+
+def ordered_rows(view: PrReportView) -> tuple[TestRow, ...]:
+    """The PR's test rows, new failures first (GitHub's merge box lists check runs in the
+    order they were created)."""
+    order = {"new-failures": 0, "job-trouble": 1, "no-regressions": 2, "running": 3, "passed": 4}
+    return tuple(sorted(view.tests, key=lambda row: order[row_state(row)]))
+
+
 def render_check_run(view: PrReportView, test_set: str, shape: str) -> CheckRunContent:
     row = view.row(test_set, shape)
     name = check_run_name(test_set, shape)
@@ -373,23 +439,94 @@ def render_check_run(view: PrReportView, test_set: str, shape: str) -> CheckRunC
     )
 
 
+def render_integration_check(view: PrReportView) -> CheckRunContent | None:
+    """``stackbot/integration``: failure while this PR conflicts (or a parent's conflict blocks
+    it), success once its tree merges, in progress while integrating; None before any run."""
+    stack = view.stack_integration
+    verdict = decide(view)
+    summary = _verdict_summary(view, verdict)
+    if verdict.kind in ("conflict", "blocked"):
+        return CheckRunContent(
+            INTEGRATION_CHECK, "completed", "failure", verdict.text()[:1000], summary
+        )
+    if stack is None:
+        return None
+    if stack.status in ("pending", "running"):
+        return CheckRunContent(INTEGRATION_CHECK, "in_progress", None, "integrating", summary)
+    if stack.status == "error":
+        title = f"integration error: {stack.error or 'no reason recorded'}"
+        return CheckRunContent(INTEGRATION_CHECK, "completed", "failure", title[:1000], summary)
+    title = f"merges onto {stack.base_ref} {short(stack.base_sha)} ({stack.status})"
+    if stack.commit:
+        title += f" as {short(stack.commit)}"
+    return CheckRunContent(INTEGRATION_CHECK, "completed", "success", title, summary)
+
+
+def render_approval_check(view: PrReportView) -> CheckRunContent:
+    """``stackbot/approval``: pending while a vetter is needed, success once the head is
+    approved (or its author is trusted)."""
+    head = short(view.head_sha)
+    summary = _verdict_summary(view, decide(view))
+    approval = view.approval
+    if approval.kind == "waiting":
+        title = f"a vetter must comment /ok to test {head}"
+        return CheckRunContent(APPROVAL_CHECK, "queued", None, title, summary)
+    if approval.kind == "trusted":
+        title = f"trusted author @{approval.by}: {head} is tested automatically"
+    else:
+        title = f"{head} approved by @{approval.by}"
+    return CheckRunContent(APPROVAL_CHECK, "completed", "success", title, summary)
+
+
+def _verdict_summary(view: PrReportView, verdict: Verdict) -> str:
+    lines = [verdict.markdown(), "", f"#{view.pr.number} at `{short(view.head_sha)}`"]
+    if view.url:
+        lines[-1] += f" · [dashboard]({view.url})"
+    if verdict.url:
+        lines.append(f"- details: {verdict.url}")
+    return "\n".join(lines)
+
+
+_ROW_TITLE = {
+    "passed": "passed",
+    "no-regressions": "no regressions",
+    "new-failures": "new failures",
+    "job-trouble": "no usable result",
+    "running": "running",
+}
+
+
 def _title(row: TestRow) -> str:
+    state = row_state(row)
     if row.comparison is None:
-        return row.status + (f": {row.error}" if row.error else "")
-    text = row.comparison.counts.describe()
-    main = row.comparison.main_counts
-    return text + (f" · main: {main.describe()}" if main else " · main: not run yet")
+        return f"{_ROW_TITLE[state]}: {row.status}" + (f": {row.error}" if row.error else "")
+    comparison = row.comparison
+    text = comparison.counts.describe()
+    main = comparison.main_counts
+    text += f" · main: {main.describe()}" if main else " · main: not run yet"
+    if state == "new-failures":
+        failing = comparison.newly_fail + comparison.failing_new
+        named = f": {', '.join(n.split('::')[-1] for n in failing[:3])}" if failing else ""
+        return f"new failures{named} — {text}"
+    if state == "no-regressions":
+        return f"no regressions: the failures also fail on main — {text}"
+    return text
 
 
 def _check_summary(view: PrReportView, row: TestRow) -> str:
-    lines = [f"{row.label} for #{view.pr.number} at `{short(view.head_sha)}`"]
+    verdict = decide(view)
+    lines = [
+        verdict.markdown(),
+        "",
+        f"{row.label} for #{view.pr.number} at `{short(view.head_sha)}`",
+    ]
     if view.tested_commit:
         lines.append(f"- integration commit: `{short(view.tested_commit)}`")
     if view.main_sha:
         lines.append(f"- main: `{short(view.main_sha)}`")
     lines.append(f"- result: {test_summary(row)}")
     if row.url:
-        lines.append(f"- job: {row.url}")
+        lines.append(f"- job and its log: {row.url}#log")
     return "\n".join(lines)
 
 

@@ -213,6 +213,8 @@ def advance_jobs(engine: Engine, backend: JobBackend, *, repo_url_of: dict[int, 
         session.expunge_all()
     for job in in_flight:
         _poll_one(engine, backend.executor, job, advance)
+    # Main's baselines before the trees compared with them: every PR's report needs them.
+    queued.sort(key=lambda job: (job.kind != "baseline", job.id or 0))
     # Jobs an earlier pass began to start: adopted first (they may run already).
     for job in [*starting, *queued]:
         if not _submit_one(engine, backend, job, repo_url_of, advance):

@@ -29,7 +29,10 @@ from stackbot.domain.report import (
     MARKER,
     CheckRunContent,
     PrReportView,
+    ordered_rows,
+    render_approval_check,
     render_check_run,
+    render_integration_check,
     render_sticky_comment,
 )
 from stackbot.domain.tasks import Report
@@ -136,12 +139,9 @@ def _publish_one(
         counts.skipped += 1
     # Check runs belong to a commit: only the current head's are kept.
     head_checks = dict(checks.get(view.head_sha, {}))
-    for row in view.tests if is_open else ():
-        content = render_check_run(view, row.test_set, row.shape)
-        target = CheckTarget(view.head_sha, row.url, f"{number}/{row.test_set}/{row.shape}")
-        head_checks[row.label] = _write_check(
-            client, repo, target, content, head_checks.get(row.label), counts
-        )
+    for key, external, content, url in _check_runs(view) if is_open else ():
+        target = CheckTarget(view.head_sha, url, f"{number}/{external}")
+        head_checks[key] = _write_check(client, repo, target, content, head_checks.get(key), counts)
     with session_scope(engine) as session:
         store.save_report(
             session,
@@ -151,6 +151,23 @@ def _publish_one(
             comment_hash=comment_hash,
             check_runs={view.head_sha: head_checks} if head_checks else {},
         )
+
+
+def _check_runs(view: PrReportView) -> list[tuple[str, str, CheckRunContent, str | None]]:
+    """(stored key, external id after "<pr>/", content, details URL) of every check run of the
+    PR's head, in the order the merge box should list them: integration, approval, then the
+    tests with new failures first. A test's key is its label ("amax-group 2x4"), its external id
+    "<pr>/<set>/<shape>" (what a re-run request names)."""
+    found: list[tuple[str, str, CheckRunContent, str | None]] = []
+    integration = render_integration_check(view)
+    if integration is not None:
+        run_url = view.stack_integration.url if view.stack_integration else None
+        found.append(("integration", "integration", integration, run_url or view.url))
+    found.append(("approval", "approval", render_approval_check(view), view.url))
+    for row in ordered_rows(view):
+        content = render_check_run(view, row.test_set, row.shape)
+        found.append((row.label, f"{row.test_set}/{row.shape}", content, row.url))
+    return found
 
 
 def _write_comment(

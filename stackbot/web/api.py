@@ -10,6 +10,7 @@ from sqlmodel import Session
 from stackbot.config import MaintenanceSettings
 from stackbot.web import readmodel
 from stackbot.web.params import PullNumber, RowId
+from stackbot.web.readmodel.tasks import last_data_change
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -32,7 +33,11 @@ def api_series(request: Request) -> list[dict[str, Any]]:
 @router.get("/series/{slug}", summary="One series: graph, PRs, latest series run, conflicts")
 def api_series_detail(request: Request, slug: str) -> dict[str, Any]:
     with _session(request) as session:
-        page = readmodel.series_page(session, readmodel.key_from_slug(slug))
+        page = readmodel.series_page(
+            session,
+            readmodel.key_from_slug(slug),
+            settings=getattr(request.app.state, "settings", None),
+        )
     if page is None:
         raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
     return page.to_json()
@@ -41,7 +46,9 @@ def api_series_detail(request: Request, slug: str) -> dict[str, Any]:
 @router.get("/pulls/{number}", summary="One pull request with its stack, runs and tests")
 def api_pull(request: Request, number: PullNumber) -> dict[str, Any]:
     with _session(request) as session:
-        detail = readmodel.pull_detail(session, number)
+        detail = readmodel.pull_detail(
+            session, number, settings=getattr(request.app.state, "settings", None)
+        )
     if detail is None:
         raise HTTPException(404, f"no pull request #{number}")
     return {
@@ -106,6 +113,10 @@ def api_maintenance(request: Request) -> dict[str, Any]:
 
 
 @router.get("/changes", summary="A token that changes whenever the dashboard's data changes")
-def api_changes(request: Request) -> dict[str, str]:
+def api_changes(request: Request) -> dict[str, str | None]:
+    """``token`` changes with anything shown; ``changed_at`` is when data last changed."""
     with _session(request) as session:
-        return {"token": readmodel.change_token(session)}
+        return {
+            "token": readmodel.change_token(session),
+            "changed_at": last_data_change(session),
+        }

@@ -57,7 +57,10 @@ def create_app(
                 if intake_engine is not engine:
                     intake_engine.dispose()
 
-    app = FastAPI(title="stackbot", version=__version__, lifespan=lifespan)
+    # /docs is served by the dashboard from its own copy of Swagger UI (no CDN: works offline).
+    app = FastAPI(
+        title="stackbot", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     metrics = health.Metrics()
     app.state.engine = engine
     app.state.intake_engine = intake_engine

@@ -6,23 +6,36 @@ themselves when ``/api/changes`` reports a new change token (a few lines of Java
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from sqlmodel import Session
 
 from stackbot.config import MaintenanceSettings
-from stackbot.domain.graph_layout import GraphEdge, GraphNode, layout_graph
+from stackbot.domain.graph_layout import GraphEdge, dependency_depths, edge_words
 from stackbot.web import readmodel
 from stackbot.web.joblogs import tail_line
-from stackbot.web.params import PullNumber, RowId
+from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
 from stackbot.web.readmodel.closed_children import closed_child_rows
+from stackbot.web.readmodel.jobs import node_names, tested_by
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals["slug"] = readmodel.series_slug
+
+
+def _ticks(text: str) -> Markup:
+    """A verdict's words as HTML: escaped, with its `code spans` as <code>."""
+    escaped = str(escape(text))
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+
+
+TEMPLATES.env.filters["ticks"] = _ticks
 
 
 def _pair_paths(matrix: dict[str, Any], a: int, b: int) -> list[str]:
@@ -68,20 +81,63 @@ def index(request: Request) -> HTMLResponse:
 @router.get("/series/{slug}", response_class=HTMLResponse)
 def series(request: Request, slug: str) -> HTMLResponse:
     with _session(request) as session:
-        page = readmodel.series_page(session, readmodel.key_from_slug(slug))
+        page = readmodel.series_page(
+            session,
+            readmodel.key_from_slug(slug),
+            settings=getattr(request.app.state, "settings", None),
+        )
     if page is None:
         raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
-    nodes = [GraphNode(row.number, row.title, row.display_state) for row in page.pulls]
-    # One arrow per pair of PRs, labelled with every source that declares it.
+    return TEMPLATES.TemplateResponse(
+        request, "series.html", {"page": page, "stack": _stack_list(page)}
+    )
+
+
+@dataclass(frozen=True)
+class StackItem:
+    """One PR of the stack-order list: how deep it sits, what it depends on (in words), what
+    it conflicts with, what superseded it."""
+
+    row: readmodel.PullRow
+    depth: int
+    parents: list[tuple[int, str, str, str]]  # (parent, sources, in words, their declaring text)
+    conflicts: list[tuple[int, list[str]]]  # (other PR, paths)
+
+
+def _stack_list(page: readmodel.SeriesPage) -> list[StackItem]:
+    numbers = [row.number for row in page.pulls]
     sources: dict[tuple[int, int], list[str]] = {}
     for child, parent, source in page.edges:
         sources.setdefault((child, parent), []).append(source)
-    edges = [
-        GraphEdge(c, p, ", ".join(sorted(found)), _edge_title(page, c, p, sorted(found)))
-        for (c, p), found in sources.items()
+    edges = [GraphEdge(c, p, "") for (c, p) in sources]
+    depths = dependency_depths(numbers, edges)
+    conflicts: dict[int, dict[int, list[str]]] = {n: {} for n in numbers}
+    for a, b, paths in page.conflict_pairs:
+        conflicts.setdefault(a, {})[b] = paths
+        conflicts.setdefault(b, {})[a] = paths
+    for step in page.series_steps:
+        paths = [str(c.get("path")) for c in step.conflicts]
+        for other in step.conflicts_with:
+            conflicts.setdefault(step.pr_number, {}).setdefault(other, paths)
+            conflicts.setdefault(other, {}).setdefault(step.pr_number, paths)
+    return [
+        StackItem(
+            row=row,
+            depth=min(depths.get(row.number, 0), 8),
+            parents=sorted(
+                (
+                    parent,
+                    ", ".join(sorted(set(found))),
+                    ", ".join(edge_words(source) for source in sorted(set(found))),
+                    _edge_title(page, child, parent, sorted(set(found))),
+                )
+                for (child, parent), found in sources.items()
+                if child == row.number
+            ),
+            conflicts=sorted(conflicts.get(row.number, {}).items()),
+        )
+        for row in page.pulls
     ]
-    layout = layout_graph(nodes, edges)
-    return TEMPLATES.TemplateResponse(request, "series.html", {"page": page, "layout": layout})
 
 
 def _edge_title(page: readmodel.SeriesPage, child: int, parent: int, sources: list[str]) -> str:
@@ -97,7 +153,9 @@ def _edge_title(page: readmodel.SeriesPage, child: int, parent: int, sources: li
 @router.get("/pulls/{number}", response_class=HTMLResponse)
 def pull(request: Request, number: PullNumber) -> HTMLResponse:
     with _session(request) as session:
-        detail = readmodel.pull_detail(session, number)
+        detail = readmodel.pull_detail(
+            session, number, settings=getattr(request.app.state, "settings", None)
+        )
     if detail is None:
         raise HTTPException(404, f"no pull request #{number}")
     return TEMPLATES.TemplateResponse(request, "pull.html", {"d": detail})
@@ -116,15 +174,29 @@ def run(request: Request, run_id: RowId) -> HTMLResponse:
 
 
 @router.get("/jobs", response_class=HTMLResponse)
-def jobs(request: Request) -> HTMLResponse:
+def jobs(
+    request: Request,
+    pr: Annotated[int | None, Query(ge=1, le=MAX_ROW_ID)] = None,
+    test_set: Annotated[str | None, Query(max_length=100)] = None,
+) -> HTMLResponse:
+    test_set = test_set or None
     with _session(request) as session:
-        groups = readmodel.list_jobs(session)
+        groups = readmodel.list_jobs(session, pr=pr, test_set=test_set)
+        shown = [job for group in ("running", "queued", "finished") for job in groups[group]]
+        tested = tested_by(session, shown)
     tails = {
         job.id: tail_line(job.out_dir)
         for group in ("running", "finished")
         for job in groups[group][:50]
     }
-    return TEMPLATES.TemplateResponse(request, "jobs.html", {"jobs": groups, "tails": tails})
+    context = {
+        "jobs": groups,
+        "tails": tails,
+        "tested": tested,
+        "nodes": {job.id: node_names(job.node) for job in shown},
+        "filters": {"pr": pr, "test_set": test_set},
+    }
+    return TEMPLATES.TemplateResponse(request, "jobs.html", context)
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
@@ -136,7 +208,14 @@ def job(request: Request, job_id: RowId) -> HTMLResponse:
     return TEMPLATES.TemplateResponse(
         request,
         "job.html",
-        {"job": detail.summary, "tests": detail.tests, "log": detail.log, "cause": detail.cause},
+        {
+            "job": detail.summary,
+            "tests": detail.tests,
+            "log": detail.log,
+            "tested": detail.tested,
+            "node": node_names(detail.summary.node),
+            "cause": detail.cause,
+        },
     )
 
 
@@ -152,6 +231,28 @@ def maintenance(request: Request) -> HTMLResponse:
     with _session(request) as session:
         view = readmodel.maintenance_view(session, _maintenance_settings(request))
     return TEMPLATES.TemplateResponse(request, "maintenance.html", {"m": view})
+
+
+_STATIC = Path(__file__).parent / "static"
+_DOCS_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>stackbot · API</title>
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/static/swagger/swagger-ui.css"></head>
+<body><div id="swagger-ui"></div>
+<script src="/static/swagger/swagger-ui-bundle.js"></script>
+<script src="/static/swagger/init.js"></script></body></html>
+"""
+
+
+@router.get("/docs", response_class=HTMLResponse)
+def docs() -> HTMLResponse:
+    """Swagger UI for /openapi.json from stackbot's own copy (GPU clusters are often offline)."""
+    return HTMLResponse(_DOCS_PAGE)
+
+
+@router.get("/favicon.ico")
+def favicon() -> FileResponse:
+    return FileResponse(_STATIC / "favicon.svg", media_type="image/svg+xml")
 
 
 def install(app: Any) -> None:

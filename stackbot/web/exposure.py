@@ -7,8 +7,8 @@
   ``/healthz`` (load balancers) are never restricted; ``/static`` is not secret.
 - **Headers** on every answer: a Content-Security-Policy that allows only stackbot's own
   scripts, styles and images (the pages load nothing from elsewhere, and no inline script runs),
-  no framing, no MIME sniffing, no referrer to other sites. ``/docs`` (Swagger UI, from a CDN)
-  gets its own, looser policy.
+  no framing, no MIME sniffing, no referrer to other sites. ``/docs`` (Swagger UI, served from
+  stackbot's own copy in ``static/swagger``) only adds inline styles, which Swagger UI sets.
 - **Error pages**: a browser that asks for a page gets HTML for 401/404/422/500, not JSON.
 - **What is not shown**: server paths (a job's output directory) and the text of a dead task's
   error (SQL, parameters, paths, git's stderr): the page names the error's kind and says where
@@ -36,12 +36,10 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
-# Swagger UI's page loads its script and styles from a CDN and starts them inline.
+# Swagger UI (stackbot's own copy, nothing from elsewhere) sets inline styles.
 DOCS_CSP = (
-    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "img-src 'self' data: https://fastapi.tiangolo.com; "
-    "frame-ancestors 'none'"
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 HEADERS = {
     "X-Content-Type-Options": "nosniff",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 LOG_NAMES = ("runner.log", "job.log", "log.txt", "slurm.out")
@@ -32,16 +33,24 @@ def read_log(out_dir: str | None, *, max_bytes: int = MAX_LOG_BYTES) -> str:
     return text if size <= max_bytes else f"[… {size - max_bytes} earlier bytes not shown]\n" + text
 
 
+# What a reader wants from a log's end: pytest's verdict, a failure, an error; never the
+# runner's bookkeeping ("result written to …").
+_USEFUL = re.compile(r"\d+ (passed|failed|error)|FAILED|Error|error:|Traceback|timed out|killed")
+_NOISE = re.compile(r"result written to|^\s*$")
+
+
 def tail_line(out_dir: str | None) -> str:
     path = log_path(out_dir)
     if path is None:
         return ""
     with path.open("rb") as handle:
         size = path.stat().st_size
-        handle.seek(max(0, size - 4096))
+        handle.seek(max(0, size - 16384))
         lines = [
-            line
+            line.strip()
             for line in handle.read().decode("utf-8", errors="replace").splitlines()
-            if line.strip()
+            if not _NOISE.search(line)
         ]
-    return lines[-1][:160] if lines else ""
+    useful = [line for line in lines if _USEFUL.search(line)]
+    chosen = useful[-1] if useful else (lines[-1] if lines else "")
+    return chosen[:160]

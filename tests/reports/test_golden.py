@@ -15,7 +15,10 @@ import pytest
 from stackbot.domain.report import (
     MARKER,
     PrReportView,
+    ordered_rows,
+    render_approval_check,
     render_check_run,
+    render_integration_check,
     render_status_reply,
     render_sticky_comment,
 )
@@ -35,8 +38,11 @@ def check_golden(name: str, text: str) -> None:
 
 def render_checks(view: PrReportView) -> str:
     blocks = []
-    for row in view.tests:
-        run = render_check_run(view, row.test_set, row.shape)
+    runs = [render_integration_check(view), render_approval_check(view)]
+    runs += [render_check_run(view, row.test_set, row.shape) for row in ordered_rows(view)]
+    for run in runs:
+        if run is None:
+            continue
         blocks.append(
             "\n".join(
                 [

@@ -86,13 +86,14 @@ def test_unchanged_reports_for_ten_prs_write_nothing(pipeline: Pipeline) -> None
     first = publish_reports(
         pipeline.engine, client, pipeline.repo, [view(pipeline, n) for n in numbers]
     )
-    assert (first.comments_created, first.checks_created) == (10, 20)
+    # two test check runs and stackbot/approval per PR (these views have no integration)
+    assert (first.comments_created, first.checks_created) == (10, 30)
     sent = len(writes(pipeline))
-    assert sent == 30
+    assert sent == 40
     again = publish_reports(
         pipeline.engine, client, pipeline.repo, [view(pipeline, n) for n in numbers]
     )
-    assert again.writes == 0 and again.skipped == 30
+    assert again.writes == 0 and again.skipped == 40
     assert len(writes(pipeline)) == sent
     for number in numbers:
         [sticky] = pipeline.stickies(number)
@@ -110,6 +111,7 @@ def test_changes_make_at_most_one_write_per_pr_and_object(pipeline: Pipeline) ->
     ]
     counts = publish_reports(pipeline.engine, client, pipeline.repo, views)
     new = writes(pipeline)[sent:]
+    # stackbot/approval (same verdict: these views have no integration) is not written again
     assert (counts.comments_edited, counts.checks_updated, counts.comments_created) == (10, 20, 0)
     assert len(new) == 30
     assert max(Counter(new).values()) == 1  # one write per comment and per check run
@@ -124,7 +126,11 @@ def test_check_runs_go_from_queued_to_completed_on_the_head(pipeline: Pipeline) 
     for status in ("queued", "running", "passed"):
         publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, status)])
         runs = {run.name: run for run in pipeline.control.check_runs(pipeline.repo, head)}
-        assert sorted(runs) == ["stackbot / amax-group 2x4", "stackbot / blockwise-recipe 1x4"]
+        assert sorted(runs) == [
+            "stackbot / amax-group 2x4",
+            "stackbot / blockwise-recipe 1x4",
+            "stackbot/approval",
+        ]
         seen.append(
             (runs["stackbot / amax-group 2x4"].status, runs["stackbot / amax-group 2x4"].conclusion)
         )
@@ -140,10 +146,11 @@ def test_check_runs_go_from_queued_to_completed_on_the_head(pipeline: Pipeline) 
     pipeline.deliver()
     publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, "queued")])
     assert [r.status for r in pipeline.control.check_runs(pipeline.repo, new_head)] == [
+        "completed",  # stackbot/approval: approved
         "queued",
         "queued",
     ]
-    assert len(pipeline.control.check_runs(pipeline.repo, head)) == 2
+    assert len(pipeline.control.check_runs(pipeline.repo, head)) == 3
 
 
 def test_the_sticky_comment_is_found_by_its_marker_when_the_database_forgot_it(
@@ -158,6 +165,7 @@ def test_the_sticky_comment_is_found_by_its_marker_when_the_database_forgot_it(
     sent = len(writes(pipeline))
     unchanged = publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number)])
     assert writes(pipeline)[sent:] == [  # the check runs' ids were forgotten too, the comment not
+        ("POST", f"/repos/{pipeline.repo}/check-runs"),
         ("POST", f"/repos/{pipeline.repo}/check-runs"),
         ("POST", f"/repos/{pipeline.repo}/check-runs"),
     ]
@@ -198,7 +206,11 @@ def test_commit_statuses_stand_in_when_check_runs_are_refused(pipeline: Pipeline
     )
     publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, "running")])
     statuses = {s.context: s for s in pipeline.control.statuses(pipeline.repo, head)}
-    assert sorted(statuses) == ["stackbot/amax-group 2x4", "stackbot/blockwise-recipe 1x4"]
+    assert sorted(statuses) == [
+        "stackbot/amax-group 2x4",
+        "stackbot/approval",
+        "stackbot/blockwise-recipe 1x4",
+    ]
     assert statuses["stackbot/amax-group 2x4"].state == "pending"
     tried = len([r for r in pipeline.control.requests("POST", "/check-runs")])
     publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, "passed")])
@@ -217,7 +229,8 @@ def test_views_built_from_the_database_publish(pipeline: Pipeline) -> None:
     with session_scope(pipeline.engine) as session:
         views = build_report_views(session, pipeline.settings, repo=pipeline.repo, numbers=numbers)
     counts = publish_reports(pipeline.engine, pipeline.client(), pipeline.repo, views)
-    assert counts.comments_created == 3 and counts.checks_created == 0  # no jobs yet
+    # no jobs yet: only the pending stackbot/approval of each PR
+    assert counts.comments_created == 3 and counts.checks_created == 3
     body = pipeline.stickies(numbers[0])[0].body
     assert f"waiting for a vetter to comment `/ok to test {pipeline.head(numbers[0])[:7]}`" in body
     assert f"http://stackbot.test/pulls/{numbers[0]}" in body

@@ -171,6 +171,16 @@ def seed(engine: Engine) -> int:
         )
         session.add(series_run)
         session.flush()
+        for position, (number, sha) in enumerate(series_run.heads.items()):
+            session.add(
+                IntegrationStep(
+                    run_id=series_run.id,
+                    position=position,
+                    pr_number=int(number),
+                    head_sha=sha,
+                    outcome="clean",
+                )
+            )
         session.add(job(repo.id, series_run.id, "1x4", "failed", result_json(20, 3)))
         queued = job(repo.id, run.id, "4x4", "running", None)
         session.add(queued)

@@ -14,6 +14,49 @@ from stackbot.web.readmodel.summaries import FINISHED_JOB_STATES, JobSummary, jo
 
 
 @dataclass(frozen=True)
+class Tested:
+    """Whose tree a job tested: main (a baseline), one PR's stack, or a series."""
+
+    text: str  # "#8035's stack (#8034, #8035)", "main 42ddc87", "series #6307 (4 PRs)"
+    prs: tuple[int, ...]  # every PR in the tree
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "prs": list(self.prs)}
+
+
+def tested_by(session: Session, jobs: list[JobSummary]) -> dict[int, Tested]:
+    """What each job tested, in one query for all of them."""
+    runs = {
+        run.id: run
+        for run in dashboard_store.runs_by_ids(
+            session, run_ids={j.integration_run_id for j in jobs if j.integration_run_id}
+        )
+    }
+    found: dict[int, Tested] = {}
+    for job in jobs:
+        run = runs.get(job.integration_run_id) if job.integration_run_id else None
+        if job.kind == "baseline" or run is None:
+            found[job.id] = Tested(f"main {job.commit_sha[:7]}", ())
+            continue
+        prs = tuple(sorted(int(n) for n in (run.heads or {})))
+        listed = ", ".join(f"#{n}" for n in prs)
+        if run.kind == "series":
+            found[job.id] = Tested(f"series {run.series_key} ({listed})", prs)
+        else:
+            found[job.id] = Tested(f"#{run.target_pr}'s stack ({listed})", prs)
+    return found
+
+
+def node_names(node: str | None) -> str:
+    """The nodes the executor reported, once each with a count: ``vm, vm`` → ``vm ×2``."""
+    if not node:
+        return "—"
+    names = [name.strip() for name in node.split(",") if name.strip()]
+    counts = {name: names.count(name) for name in dict.fromkeys(names)}
+    return ", ".join(f"{name} ×{count}" if count > 1 else name for name, count in counts.items())
+
+
+@dataclass(frozen=True)
 class JobDetail:
     """A job with its per-test results and log; a reused job shows its original's."""
 
@@ -21,6 +64,7 @@ class JobDetail:
     result: dict[str, Any] | None
     tests: tuple[TestResult, ...]
     log: str
+    tested: Tested | None = None
 
     @property
     def cause(self) -> str:
@@ -42,6 +86,7 @@ class JobDetail:
                 for t in self.tests
             ],
             "log": self.log,
+            "tested": self.tested.to_json() if self.tested else None,
         }
 
 
@@ -53,13 +98,29 @@ def job_detail(session: Session, job_id: int) -> JobDetail | None:
     tests = jobs_store.results_of_job(session, job_id=source)
     original = jobs_store.get_job(session, job_id=source)
     log = read_log(original.out_dir if original else job.out_dir)
-    return JobDetail(job_summary(job), job.result, tuple(tests), log)
+    summary = job_summary(job)
+    tested = tested_by(session, [summary]).get(summary.id)
+    return JobDetail(summary, job.result, tuple(tests), log, tested)
 
 
-def list_jobs(session: Session, *, limit: int = 200) -> dict[str, list[JobSummary]]:
+def list_jobs(
+    session: Session,
+    *,
+    limit: int = 200,
+    pr: int | None = None,
+    test_set: str | None = None,
+) -> dict[str, list[JobSummary]]:
+    """Queued, running and finished jobs, newest first; ``pr`` keeps the jobs whose tree holds
+    that PR, ``test_set`` those of that test set."""
     groups: dict[str, list[JobSummary]] = {"queued": [], "running": [], "finished": []}
-    for job in dashboard_store.newest_jobs(session, limit=limit):
-        summary = job_summary(job)
+    summaries = [job_summary(job) for job in dashboard_store.newest_jobs(session, limit=limit)]
+    if test_set:
+        summaries = [job for job in summaries if job.test_set == test_set]
+    if pr is not None:
+        tested = tested_by(session, summaries)
+        summaries = [job for job in summaries if pr in tested[job.id].prs]
+    for summary in summaries:
+        job = summary
         if job.status in FINISHED_JOB_STATES:
             groups["finished"].append(summary)
         elif job.status == "running":

@@ -4,12 +4,16 @@ shares with the series page."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlmodel import Session
 
+from stackbot.config import Settings
 from stackbot.db import dashboard_store, github_store
+from stackbot.domain.report_view import PrReportView
+from stackbot.domain.verdict import Verdict, decide, row_state
+from stackbot.services.report_views import build_report_views
 from stackbot.web.readmodel.cells import cells_of_runs
 from stackbot.web.readmodel.summaries import RunSummary, TestCell, iso, run_summary
 
@@ -27,6 +31,9 @@ class PullRow:
     approval: str | None  # who approved the current head, or None
     stack_run: RunSummary | None
     tests: tuple[TestCell, ...]
+    # The PR's verdict, decided by stackbot.domain.verdict from the same view its comment and
+    # check runs are rendered from (None only for a PR whose repository has no stored graph).
+    verdict: Verdict | None = None
 
     @property
     def display_state(self) -> str:
@@ -36,6 +43,8 @@ class PullRow:
             return "superseded"
         if self.state != "open":
             return "closed"
+        if self.verdict is not None:
+            return self.verdict.kind.slug
         if self.stack_run and self.stack_run.status == "conflict":
             return "conflict"
         if any(cell.state == "failed" for cell in self.tests):
@@ -60,13 +69,17 @@ class PullRow:
             "approval": self.approval,
             "stack_run": self.stack_run.to_json() if self.stack_run else None,
             "tests": [cell.to_json() for cell in self.tests],
+            "verdict": self.verdict.to_json() if self.verdict else None,
         }
 
 
-def pull_rows(session: Session, repo_id: int, numbers: Iterable[int]) -> list[PullRow]:
-    """The rows of these PRs in the order given (PRs not stored are left out): four queries
-    whatever their number."""
+def pull_rows(
+    session: Session, repo_id: int, numbers: Iterable[int], settings: Settings | None = None
+) -> list[PullRow]:
+    """The rows of these PRs in the order given (PRs not stored are left out), each with the
+    verdict its comment shows (the report views are built per PR: a few queries each)."""
     numbers = list(numbers)
+    views = _report_views(session, repo_id, numbers, settings)
     prs = {
         pr.number: pr
         for pr in dashboard_store.pull_table_rows(session, repo_id=repo_id, numbers=numbers)
@@ -79,13 +92,15 @@ def pull_rows(session: Session, repo_id: int, numbers: Iterable[int]) -> list[Pu
         run.target_pr: run
         for run in dashboard_store.latest_stack_runs(session, repo_id=repo_id, target_prs=numbers)
     }
-    cells = cells_of_runs(session, list(runs.values()))
+    cells_by_run = cells_of_runs(session, list(runs.values()))
     rows = []
     for number in numbers:
         pr = prs.get(number)
         if pr is None:
             continue
         run = runs.get(number)
+        view = views.get(number)
+        cells = cells_by_run.get(run.id, ()) if run and run.id is not None else ()
         rows.append(
             PullRow(
                 number=pr.number,
@@ -98,19 +113,47 @@ def pull_rows(session: Session, repo_id: int, numbers: Iterable[int]) -> list[Pu
                 superseded_by=pr.superseded_by,
                 approval=approvals.get((pr.number, pr.head_sha)),
                 stack_run=run_summary(run) if run else None,
-                tests=cells.get(run.id, ()) if run and run.id is not None else (),
+                tests=_with_row_states(cells, view),
+                verdict=decide(view) if view is not None else None,
             )
         )
     return rows
 
 
-def pull_detail(session: Session, number: int, repo: str | None = None) -> dict[str, Any] | None:
+def _report_views(
+    session: Session, repo_id: int, numbers: list[int], settings: Settings | None
+) -> dict[int, PrReportView]:
+    repository = dashboard_store.repository_by_id(session, repo_id=repo_id)
+    if repository is None:
+        return {}
+    # Links relative to the dashboard itself (the comments' links use public_url).
+    local = (settings or Settings.model_construct()).model_copy(update={"public_url": ""})
+    views = build_report_views(session, local, repo=repository.full_name, numbers=numbers)
+    return {view.pr.number: view for view in views}
+
+
+def _with_row_states(
+    cells: tuple[TestCell, ...], view: PrReportView | None
+) -> tuple[TestCell, ...]:
+    """Each cell coloured as the verdict colours its test row (failures main has too: amber)."""
+    if view is None:
+        return cells
+    states = {row.label: row_state(row) for row in view.tests}
+    return tuple(
+        replace(cell, verdict_state=states[cell.label]) if cell.label in states else cell
+        for cell in cells
+    )
+
+
+def pull_detail(
+    session: Session, number: int, repo: str | None = None, settings: Settings | None = None
+) -> dict[str, Any] | None:
     found = dashboard_store.find_pull(session, number=number, repo=repo)
     if found is None:
         return None
     pr, repository = found
     repo_id = pr.repo_id
-    row = pull_rows(session, repo_id, [number])[0]
+    row = pull_rows(session, repo_id, [number], settings)[0]
     parents = dashboard_store.parent_edges(session, repo_id=repo_id, number=number)
     children = dashboard_store.child_edges(session, repo_id=repo_id, number=number)
     runs = dashboard_store.runs_targeting(session, repo_id=repo_id, pr_number=number, limit=20)

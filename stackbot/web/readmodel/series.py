@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from stackbot.config import Settings
 from stackbot.db import dashboard_store
 from stackbot.db.models import IntegrationRun
 from stackbot.web.readmodel.cells import cells_of_runs
@@ -73,6 +74,22 @@ class SeriesPage:
         text, origin = self.edge_texts.get((child, parent, source), ("", ""))
         return {"child": child, "parent": parent, "source": source, "text": text, "origin": origin}
 
+    @property
+    def conflict_pairs(self) -> list[tuple[int, int, list[str]]]:
+        """Every conflicting pair (a, b, paths), from the conflict matrix: the list the page
+        shows instead of an N×N matrix."""
+        pairs = (self.conflict_matrix or {}).get("pairs", [])
+        return [
+            (int(p["a"]), int(p["b"]), [str(c.get("path")) for c in p.get("conflicts", [])])
+            for p in pairs
+            if "a" in p and "b" in p
+        ]
+
+    @property
+    def test_labels(self) -> list[str]:
+        """The columns of the PR × (test set, shape) grid."""
+        return sorted({cell.label for row in self.pulls for cell in row.tests})
+
     def to_json(self) -> dict[str, Any]:
         return {
             "key": self.key,
@@ -86,6 +103,9 @@ class SeriesPage:
             "series_steps": [step.to_json() for step in self.series_steps],
             "series_tests": [cell.to_json() for cell in self.series_tests],
             "conflict_matrix": self.conflict_matrix,
+            "conflict_pairs": [
+                {"a": a, "b": b, "paths": paths} for a, b, paths in self.conflict_pairs
+            ],
         }
 
 
@@ -137,14 +157,16 @@ def _latest_series_runs(
     return {(run.repo_id, run.series_key or ""): run for run in runs}
 
 
-def series_page(session: Session, key: str, repo: str | None = None) -> SeriesPage | None:
+def series_page(
+    session: Session, key: str, repo: str | None = None, settings: Settings | None = None
+) -> SeriesPage | None:
     found = dashboard_store.find_series(session, key=key, repo=repo)
     if found is None:
         return None
     series, repository = found
     members = dashboard_store.members_in_order(session, series_id=series.id)
     numbers = [m.pr_number for m in members]
-    pulls = pull_rows(session, series.repo_id, numbers)
+    pulls = pull_rows(session, series.repo_id, numbers, settings)
     edges = dashboard_store.edges_from(session, repo_id=series.repo_id, children=numbers)
     series_run = dashboard_store.latest_series_run(
         session, repo_id=series.repo_id, series_key=series.key

@@ -77,6 +77,8 @@ class TestCell:
     label: str
     job: JobSummary | None
     baseline: JobSummary | None
+    # The verdict's word for this row on a PR (stackbot.domain.verdict.row_state), when known.
+    verdict_state: str | None = None
 
     @property
     def text(self) -> str:
@@ -89,10 +91,13 @@ class TestCell:
             "label": self.label,
             "job": self.job.to_json() if self.job else None,
             "baseline": self.baseline.to_json() if self.baseline else None,
+            "state": self.state,
         }
 
     @property
     def state(self) -> str:
+        if self.verdict_state is not None:
+            return self.verdict_state
         if self.job is None:
             return "none"
         if self.job.status in FINISHED_JOB_STATES:

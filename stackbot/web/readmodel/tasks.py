@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
@@ -37,3 +38,10 @@ def task_counts(session: Session) -> TaskCounts:
 def change_token(session: Session) -> str:
     """Changes whenever anything the dashboard shows changes."""
     return "|".join(str(part) for part in dashboard_store.change_markers(session))
+
+
+def last_data_change(session: Session) -> str | None:
+    """When the data last changed (ISO 8601): jobs, runs, series and PRs, not the queue's own
+    bookkeeping (a poll task touches it every few seconds)."""
+    moments = [m for m in dashboard_store.change_markers(session)[2:] if isinstance(m, datetime)]
+    return max(moments).isoformat() if moments else None

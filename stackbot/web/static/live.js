@@ -1,14 +1,49 @@
-// Live updates: poll a cheap change token and reload the page when it changes.
+// Live updates without reloading: poll a cheap change token; when it changes, fetch this page
+// again and replace only the parts of <main> that differ, so scrolling stays where it is. Never
+// while the reader hovers something with a tooltip or a link, selects text or types: the patch
+// waits for the next poll. "updated" is when the data last changed, not when we last polled.
 (function () {
   var token = null;
+  var stale = false;
   var label = document.getElementById("live");
+
+  function readerBusy() {
+    var selection = window.getSelection ? window.getSelection() : null;
+    if (selection && !selection.isCollapsed) { return true; }
+    return document.querySelector("main [title]:hover, main a:hover, main input:focus, main details[open]:hover") !== null;
+  }
+
+  function show(changedAt, note) {
+    if (!label) { return; }
+    var text = "live";
+    if (changedAt) { text += " · updated " + new Date(changedAt).toLocaleTimeString(); }
+    label.textContent = text + (note ? " · " + note : "");
+  }
+
+  function patch() {
+    return fetch(window.location.href, { cache: "no-store", headers: { Accept: "text/html" } })
+      .then(function (r) { return r.text(); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("main");
+        var main = document.querySelector("main");
+        if (!fresh || !main) { return; }
+        var now = main.children, next = fresh.children;
+        if (now.length !== next.length) { main.innerHTML = fresh.innerHTML; return; }
+        for (var i = 0; i < next.length; i++) {
+          if (now[i].outerHTML !== next[i].outerHTML) { now[i].replaceWith(next[i].cloneNode(true)); }
+        }
+      });
+  }
+
   function tick() {
     fetch("/api/changes", { cache: "no-store" })
       .then(function (r) { return r.json(); })
       .then(function (data) {
-        if (token !== null && data.token !== token) { window.location.reload(); return; }
+        if (token !== null && data.token !== token) { stale = true; }
         token = data.token;
-        if (label) { label.textContent = "live · updated " + new Date().toLocaleTimeString(); }
+        if (stale && readerBusy()) { show(data.changed_at, "new data waits until you move away"); return; }
+        show(data.changed_at, "");
+        if (stale) { stale = false; return patch(); }
       })
       .catch(function () { if (label) { label.textContent = "live · offline"; } });
   }

@@ -1,0 +1,409 @@
+"""One verdict per PR: whether it is fine and what to do next, decided once.
+
+The sticky comment, the check runs, the dashboard and the API all show the :class:`Verdict` that
+:func:`decide` gives for a :class:`~stackbot.domain.report_view.PrReportView`, with the words and
+the colour (:data:`TONE`) of this module, so the four never disagree.
+
+The rules, first match wins:
+
+1. a PR that is not open is ``closed`` (merged, closed or superseded): nothing to do;
+2. ``conflict``: its own merge conflicts, in its stack run or in the series run (with which PR
+   and which paths; a conflict with the base branch names the base);
+3. ``blocked by #N``: a PR it depends on conflicts, so its tree cannot be built;
+4. ``error``: the integration failed for a reason other than a conflict;
+5. ``needs approval``: nobody may test this head until a vetter comments ``/ok to test <sha>``;
+6. ``new failures``: a test fails on this PR's tree and passes on main (or is new and fails);
+7. ``error`` again when a job ended without a usable result (timeout, infra, cancelled);
+8. ``testing``: integrating, or test jobs are queued or running;
+9. ``no regressions``: every failure also fails on main (main's problem, shown amber, never red);
+10. ``ready``: integrated and every test passes.
+
+A tree's results count for a PR only if the PR is in that tree: the series run's tests are
+used only when the PR's own step merged (clean or resolved).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from stackbot.domain.report_view import IntegrationView, PrReportView, StepView, TestRow
+
+__all__ = [
+    "ICON",
+    "TONE",
+    "RowState",
+    "Tone",
+    "Verdict",
+    "VerdictKind",
+    "decide",
+    "in_tree",
+    "row_state",
+    "step_of",
+]
+
+
+class VerdictKind(StrEnum):
+    READY = "ready"
+    NO_REGRESSIONS = "no regressions"
+    NEEDS_APPROVAL = "needs approval"
+    TESTING = "testing"
+    CONFLICT = "conflict"
+    NEW_FAILURES = "new failures"
+    BLOCKED = "blocked"
+    ERROR = "error"
+    CLOSED = "closed"
+
+    @property
+    def slug(self) -> str:
+        """The CSS/JSON form: ``no-regressions``."""
+        return self.value.replace(" ", "-")
+
+
+Tone = Literal["ok", "warn", "bad", "wait", "run", "off"]
+
+# One colour scheme everywhere: the dashboard's CSS classes are ``tone-<tone>``.
+TONE: dict[VerdictKind, Tone] = {
+    VerdictKind.READY: "ok",
+    VerdictKind.NO_REGRESSIONS: "warn",
+    VerdictKind.NEEDS_APPROVAL: "wait",
+    VerdictKind.TESTING: "run",
+    VerdictKind.CONFLICT: "bad",
+    VerdictKind.NEW_FAILURES: "bad",
+    VerdictKind.BLOCKED: "warn",
+    VerdictKind.ERROR: "bad",
+    VerdictKind.CLOSED: "off",
+}
+ICON: dict[VerdictKind, str] = {
+    VerdictKind.READY: "✅",
+    VerdictKind.NO_REGRESSIONS: "🟡",
+    VerdictKind.NEEDS_APPROVAL: "✋",
+    VerdictKind.TESTING: "⏳",
+    VerdictKind.CONFLICT: "❌",
+    VerdictKind.NEW_FAILURES: "❌",
+    VerdictKind.BLOCKED: "🚧",
+    VerdictKind.ERROR: "⚠️",
+    VerdictKind.CLOSED: "⚪",
+}
+MAX_NAMED = 3  # tests or paths named on the first line before "and N more"
+
+_RUNNING = frozenset({"queued", "starting", "submitted", "running"})
+_JOB_TROUBLE = frozenset({"error", "timeout", "infra", "cancelled"})
+_MERGED_STEP = frozenset({"clean", "resolved"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: VerdictKind
+    summary: str  # what is true, in one phrase (Markdown code spans allowed)
+    action: str  # what to do next, with the exact command or the PR and file to fix
+    conflicts_with: tuple[int, ...] = ()
+    paths: tuple[str, ...] = ()
+    failing: tuple[str, ...] = ()  # node ids of the new failures
+    blocked_by: int | None = None
+    url: str | None = None  # where to look (a job's log, a run)
+
+    @property
+    def label(self) -> str:
+        """The verdict's name as shown: ``blocked by #8034``."""
+        if self.kind is VerdictKind.BLOCKED and self.blocked_by is not None:
+            return f"blocked by #{self.blocked_by}"
+        return self.kind.value
+
+    @property
+    def tone(self) -> Tone:
+        return TONE[self.kind]
+
+    @property
+    def icon(self) -> str:
+        return ICON[self.kind]
+
+    def markdown(self) -> str:
+        """The first line of a comment or a check-run summary."""
+        return f"{self.icon} **{self.label}**{self._sep}{self.summary} — {self.action}"
+
+    @property
+    def _sep(self) -> str:
+        # "conflict with #8035 …" reads as one phrase; the other verdicts take a colon.
+        return " " if self.kind is VerdictKind.CONFLICT else ": "
+
+    def text(self) -> str:
+        """The same line without Markdown (a check-run title, a commit status)."""
+        return f"{self.label}{self._sep}{self.summary} — {self.action}".replace("`", "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.slug,
+            "label": self.label,
+            "tone": self.tone,
+            "summary": self.summary,
+            "action": self.action,
+            "line": self.text(),
+            "conflicts_with": list(self.conflicts_with),
+            "paths": list(self.paths),
+            "failing": list(self.failing),
+            "blocked_by": self.blocked_by,
+            "url": self.url,
+        }
+
+
+# -- per test row -------------------------------------------------------------------------------
+
+RowState = Literal["passed", "no-regressions", "new-failures", "running", "job-trouble"]
+ROW_TONE: dict[RowState, Tone] = {
+    "passed": "ok",
+    "no-regressions": "warn",
+    "new-failures": "bad",
+    "running": "run",
+    "job-trouble": "bad",
+}
+ROW_ICON: dict[RowState, str] = {
+    "passed": "✅",
+    "no-regressions": "🟡",
+    "new-failures": "❌",
+    "running": "⏳",
+    "job-trouble": "⚠️",
+}
+
+
+def row_state(row: TestRow) -> RowState:
+    """One test set × shape, in the verdict's words."""
+    if row.status in _RUNNING:
+        return "running"
+    comparison = row.comparison
+    if comparison is not None and comparison.regressed:
+        return "new-failures"
+    if row.status in _JOB_TROUBLE or comparison is None:
+        return "job-trouble"
+    if comparison.failures == 0:
+        return "passed"
+    return "no-regressions"
+
+
+# -- steps --------------------------------------------------------------------------------------
+
+
+def step_of(run: IntegrationView | None, pr: int) -> StepView | None:
+    if run is None:
+        return None
+    return next((step for step in run.steps if step.pr == pr), None)
+
+
+def in_tree(run: IntegrationView | None, pr: int) -> bool:
+    """Whether the run's tree holds the PR (its step merged cleanly or was resolved)."""
+    step = step_of(run, pr)
+    return step is not None and step.outcome in _MERGED_STEP
+
+
+def _code(items: tuple[str, ...]) -> str:
+    shown = ", ".join(f"`{item}`" for item in items[:MAX_NAMED])
+    rest = len(items) - MAX_NAMED
+    return f"{shown} and {rest} more" if rest > 0 else shown
+
+
+def _prs(numbers: tuple[int, ...]) -> str:
+    return ", ".join(f"#{n}" for n in numbers)
+
+
+# -- the decision -------------------------------------------------------------------------------
+
+
+def decide(view: PrReportView) -> Verdict:
+    number = view.pr.number
+    if view.pr.state != "open" or view.pr.superseded_by is not None:
+        return _closed(view)
+    for run in (view.stack_integration, view.series_integration):
+        step = step_of(run, number)
+        if step is not None and step.outcome == "conflict" and run is not None:
+            return _conflict(view, run, step)
+    blocked = _blocked(view)
+    if blocked is not None:
+        return blocked
+    stack = view.stack_integration
+    if stack is not None and stack.status == "error":
+        return Verdict(
+            VerdictKind.ERROR,
+            f"the stack integration failed: {stack.error or 'no reason recorded'}",
+            "stackbot retries it; if it persists, see the run",
+            url=stack.url,
+        )
+    if view.approval.kind == "waiting":
+        sha = view.head_sha[:7]
+        summary = f"`{sha}` is not tested until a vetter approves it"
+        if view.approval.earlier_sha:
+            summary += f" (the approval of `{view.approval.earlier_sha[:7]}` does not carry over)"
+        return Verdict(
+            VerdictKind.NEEDS_APPROVAL, summary, f"a vetter must comment `/ok to test {sha}`"
+        )
+    return _from_tests(view)
+
+
+def _closed(view: PrReportView) -> Verdict:
+    if view.pr.superseded_by is not None:
+        summary = f"superseded by #{view.pr.superseded_by}"
+    else:
+        summary = f"this PR is {view.pr.state}"
+    return Verdict(VerdictKind.CLOSED, summary, "nothing to do: stackbot no longer tests it")
+
+
+def _conflict(view: PrReportView, run: IntegrationView, step: StepView) -> Verdict:
+    paths = step.conflicting_paths
+    where = f" in {_code(paths)}" if paths else ""
+    which = "in the series run" if run.kind == "series" else "in its stack run"
+    if step.conflicts_with:
+        summary = f"with {_prs(step.conflicts_with)}{where} ({which})"
+        heads = (
+            f"#{step.conflicts_with[0]}'s head"
+            if len(step.conflicts_with) == 1
+            else f"the heads of {_prs(step.conflicts_with)}"
+        )
+        action = f"merge {heads} into this branch and resolve"
+    else:
+        summary = f"with `{run.base_ref}`{where} ({which})"
+        action = f"merge `{run.base_ref}` into this branch and resolve"
+    return Verdict(
+        VerdictKind.CONFLICT,
+        summary,
+        action,
+        conflicts_with=step.conflicts_with,
+        paths=paths,
+        url=run.url,
+    )
+
+
+def _blocked(view: PrReportView) -> Verdict | None:
+    number = view.pr.number
+    stack = view.stack_integration
+    if stack is not None and stack.status == "conflict":
+        stopped = next((s for s in stack.steps if s.outcome == "conflict"), None)
+        if stopped is not None and stopped.pr != number:
+            return _blocked_by(stopped.pr, stack.url)
+    step = step_of(view.series_integration, number)
+    if step is not None and step.outcome == "skipped" and view.series_integration is not None:
+        cause = next(
+            (
+                s.pr
+                for s in view.series_integration.steps
+                if s.outcome == "conflict" and f"#{s.pr}" in (step.skipped_reason or "")
+            ),
+            None,
+        )
+        if cause is not None:
+            return _blocked_by(cause, view.series_integration.url)
+    return None
+
+
+def _blocked_by(culprit: int, url: str | None) -> Verdict:
+    return Verdict(
+        VerdictKind.BLOCKED,
+        f"#{culprit}, which this PR depends on, conflicts, so this PR's tree cannot be built",
+        f"fix #{culprit}'s conflict first (see its comment)",
+        blocked_by=culprit,
+        url=url,
+    )
+
+
+def verdict_rows(view: PrReportView) -> tuple[TestRow, ...]:
+    """The test rows the verdict is decided on: the stack's, else the series' when the series
+    tree holds the PR (series-first testing)."""
+    if view.tests:
+        return view.tests
+    if in_tree(view.series_integration, view.pr.number):
+        return view.series_tests
+    return ()
+
+
+def _from_tests(view: PrReportView) -> Verdict:
+    stack = view.stack_integration
+    if stack is None or stack.status in ("pending", "running"):
+        return Verdict(
+            VerdictKind.TESTING,
+            "integrating onto the base branch",
+            "nothing to do yet: this updates itself",
+        )
+    rows = verdict_rows(view)
+    if not rows:
+        return Verdict(
+            VerdictKind.TESTING,
+            f"integrated as `{(stack.commit or '')[:7]}`; test jobs not created yet",
+            "nothing to do yet: this updates itself",
+        )
+    states = [(row, row_state(row)) for row in rows]
+    regressed = [row for row, state in states if state == "new-failures"]
+    if regressed:
+        return _new_failures(regressed)
+    trouble = [row for row, state in states if state == "job-trouble"]
+    if trouble:
+        row = trouble[0]
+        return Verdict(
+            VerdictKind.ERROR,
+            f"{row.label} ended {row.status} without a usable result"
+            + (f" ({row.error})" if row.error else ""),
+            f"a vetter comments `/stackbot retest {row.test_set}`",
+            url=row.url,
+        )
+    running = [row for row, state in states if state == "running"]
+    if running:
+        done = len(rows) - len(running)
+        return Verdict(
+            VerdictKind.TESTING,
+            f"{done} of {len(rows)} test jobs finished; {running[0].label} {running[0].status}",
+            "nothing to do yet: this updates itself",
+        )
+    pre_existing = tuple(
+        nodeid for row in rows if row.comparison for nodeid in row.comparison.still_failing
+    )
+    series_note = _series_failures(view) if rows is view.tests else ""
+    if any(state == "no-regressions" for _, state in states):
+        count = len(pre_existing)
+        named = f" ({_code(pre_existing)})" if pre_existing else ""
+        return Verdict(
+            VerdictKind.NO_REGRESSIONS,
+            f"{count or 'some'} test failure{'s' if count != 1 else ''} also fail on main{named}"
+            + series_note,
+            "nothing to fix in this PR",
+        )
+    return Verdict(
+        VerdictKind.READY,
+        f"{len(rows)} test job{'s' if len(rows) != 1 else ''} pass on the integration"
+        f" `{(view.tested_commit or stack.commit or '')[:7]}`" + series_note,
+        "nothing to do",
+    )
+
+
+def _series_failures(view: PrReportView) -> str:
+    """A note when the series tree (which holds this PR) fails what its stack passes: the
+    culprit may be another PR of the series, so it does not decide this PR's verdict."""
+    if not in_tree(view.series_integration, view.pr.number):
+        return ""
+    failing = tuple(
+        nodeid
+        for row in view.series_tests
+        if row.comparison is not None and row.comparison.regressed
+        for nodeid in row.comparison.newly_fail + row.comparison.failing_new
+    )
+    names = tuple(nodeid.split("::")[-1] for nodeid in failing)
+    return f"; the series tree also fails {_code(names)}, not this stack" if failing else ""
+
+
+def _new_failures(rows: list[TestRow]) -> Verdict:
+    failing: list[str] = []
+    for row in rows:
+        comparison = row.comparison
+        if comparison is not None:
+            failing.extend(n for n in comparison.newly_fail + comparison.failing_new)
+    unique = tuple(dict.fromkeys(failing))
+    labels = ", ".join(row.label for row in rows)
+    if unique:
+        files = tuple(dict.fromkeys(nodeid.split("::")[0] for nodeid in unique))
+        names = tuple(nodeid.split("::")[-1] for nodeid in unique)
+        summary = (
+            f"{_code(names)} fail{'s' if len(unique) == 1 else ''} in {labels} and pass on main"
+        )
+        log = f"; log: {rows[0].url}#log" if rows[0].url else ""
+        action = f"fix {_code(files)}{log}"
+    else:
+        summary = f"more failures than main in {labels} (a rank crashed or a test errored)"
+        action = "read the job's log"
+    return Verdict(VerdictKind.NEW_FAILURES, summary, action, failing=unique, url=rows[0].url)

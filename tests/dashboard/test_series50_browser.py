@@ -1,0 +1,168 @@
+"""A generated 50-PR series in a real Chromium (SQLite and PostgreSQL): every PR's verdict on
+the series page is the one its comment and check runs start with, the stack-order list and the
+test grid hold every PR, conflicts are a list of pairs, and no page is wider than its viewport
+at 1400 and 390 px. Screenshots are saved as artifacts (series50-<width>.png)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import Engine
+from sqlmodel import Session, select
+
+from stackbot.adapters.http_server import BackgroundServer
+from stackbot.config import load_settings
+from stackbot.db.engine import session_scope
+from stackbot.db.models import PullRequest, Series
+from stackbot.domain.report import (
+    render_approval_check,
+    render_check_run,
+    render_integration_check,
+    render_sticky_comment,
+)
+from stackbot.domain.report_view import PrReportView
+from stackbot.services.report_views import build_report_views
+from stackbot.web import dashboard, exposure
+from tests.support.browser import artifacts_dir, browser  # noqa: F401  (fixture)
+from tests.support.dashboard_data import REPO, seed_series
+
+pytestmark = pytest.mark.browser
+PRS = 50
+FIRST = 8034
+LAYER = "megatron/core/transformer/transformer_layer.py"
+
+
+@pytest.fixture
+def site(engine: Engine, tmp_path: Path) -> Iterator[tuple[str, list[PrReportView]]]:
+    seed_series(engine, prs=PRS, first=FIRST, log_dir=tmp_path / "jobs")
+    pairs = [
+        {"a": FIRST + i, "b": FIRST + i + 7, "conflicts": [{"path": LAYER, "type": "contents"}]}
+        for i in range(3, 40, 9)
+    ]
+    with session_scope(engine) as session:
+        series = session.exec(select(Series)).one()
+        series.conflict_matrix = {
+            "base": "0" * 40,
+            "heads": {str(FIRST + i): "1" * 40 for i in range(PRS)},
+            "pairs": pairs,
+            "with_base": {},
+        }
+        session.add(series)
+    settings = load_settings(data_dir=tmp_path / "data", public_url="http://bot.test")
+    with Session(engine) as session:
+        views = build_report_views(
+            session, settings, repo=REPO, numbers=[FIRST + i for i in range(PRS)]
+        )
+    app = FastAPI(docs_url=None, redoc_url=None)  # as create_app: the dashboard serves /docs
+    app.state.engine = engine
+    app.state.settings = settings
+    exposure.install(app, settings)
+    dashboard.install(app)
+    server = BackgroundServer(port=0, name="series50")
+    with server.serving(app):
+        yield server.url, views
+
+
+def _verdict_label(text: str) -> str:
+    """The bold verdict of a comment's or a check-run summary's first line."""
+    return text.split("**")[1]
+
+
+def test_fifty_prs_read_the_same_everywhere_and_fit(site: Any, browser: Any) -> None:  # noqa: F811
+    url, views = site
+    assert len(views) == PRS
+    expected: dict[int, str] = {}
+    for view in views:
+        comment = render_sticky_comment(view).splitlines()[1]  # the line after the marker
+        label = _verdict_label(comment)
+        checks = [render_approval_check(view), render_integration_check(view)]
+        checks += [render_check_run(view, row.test_set, row.shape) for row in view.tests]
+        for check in checks:
+            if check is not None:
+                assert _verdict_label(check.summary.splitlines()[0]) == label
+        expected[view.pr.number] = label
+    assert len(set(expected.values())) >= 4  # a realistic mix, not one verdict everywhere
+    errors: list[str] = []
+    for width in (1400, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        try:
+            page.goto(url + "/series/6307")
+            shown = {
+                int(row.get_attribute("data-pr") or 0): row.locator(".pill").first.inner_text()
+                for row in page.locator("#pulls tbody tr").all()
+            }
+            # closed and superseded PRs show their state (merged, superseded) instead
+            for number, label in expected.items():
+                if label != "closed":
+                    assert shown[number] == label, (number, shown[number], label)
+            assert page.locator("#graph .node").count() == PRS
+            assert page.locator("#grid tbody tr").count() >= PRS - 20
+            assert page.locator("ul.pairs li").count() == 5
+            assert page.locator("table.matrix").count() == 0  # 50×50 would not read
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= width, f"the series page is {wide} px wide at {width} px"
+            page.screenshot(path=str(artifacts_dir() / f"series50-{width}.png"), full_page=True)
+            for path in (f"/pulls/{FIRST + 1}", "/jobs", "/jobs/1", "/tasks", "/", "/runs/1"):
+                page.goto(url + path)
+                wide = page.evaluate("document.documentElement.scrollWidth")
+                assert wide <= width, f"{path} is {wide} px wide at {width} px"
+        finally:
+            context.close()
+        assert not errors, errors
+
+
+def test_docs_work_offline(site: Any, browser: Any) -> None:  # noqa: F811
+    """Swagger UI from stackbot's own files: every request to another host is refused."""
+    url, _ = site
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    elsewhere: list[str] = []
+
+    def only_local(route: Any) -> None:
+        if route.request.url.startswith(url):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    try:
+        page.goto(url + "/docs")
+        page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)
+        assert page.locator(".swagger-ui .opblock").count() >= 5
+        favicon = page.request.get(url + "/favicon.ico")
+        assert favicon.ok and "svg" in favicon.headers["content-type"]
+    finally:
+        context.close()
+    assert elsewhere == []
+
+
+def test_live_updates_patch_the_page_without_reloading(
+    site: Any,
+    browser: Any,  # noqa: F811
+    engine: Engine,
+) -> None:
+    url, _ = site
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(url + "/series/6307")
+        page.evaluate("window.__not_reloaded = 42")
+        page.mouse.move(1, 1)  # away from anything with a tooltip
+        with session_scope(engine) as session:
+            pull = session.exec(select(PullRequest).where(PullRequest.number == FIRST)).one()
+            pull.title = "A title changed while the page was open"
+            pull.synced_at = datetime.now(UTC)
+            session.add(pull)
+        page.wait_for_selector("text=A title changed while the page was open", timeout=20_000)
+        assert page.evaluate("window.__not_reloaded") == 42
+        assert "updated" in page.locator("#live").inner_text()
+    finally:
+        context.close()

@@ -1,0 +1,123 @@
+"""The demo's verdicts, as a reviewer reads them: each PR's comment, its check runs and its
+dashboard page say the same thing; #8050 (conflicts with #8035, not approved) shows no result of
+a tree that left it out; #8034 (its failures fail on main too) is never shown as failing; no page
+is wider than its viewport at 1400 and 390 px. Screenshots are saved as artifacts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.demo.conftest import DemoRun
+from tests.support.browser import artifacts_dir
+
+REPO = "NVIDIA/Megatron-LM"
+PRS = (8034, 8035, 8748, 8050)
+WIDTHS = (1400, 390)
+# What a reviewer should read first on each PR (the demo is deterministic).
+EXPECTED = {
+    8034: "no regressions",
+    8035: "ready",
+    8748: "ready",
+    8050: "conflict",
+}
+
+
+def _api(demo: DemoRun, path: str) -> Any:
+    response = httpx.get(f"{demo.url}/api{path}", timeout=10)
+    response.raise_for_status()
+    return response.json()
+
+
+def _check_runs(demo: DemoRun, head: str) -> dict[str, dict[str, Any]]:
+    response = httpx.get(
+        f"{demo.github_url}/_standin/repos/{REPO}/check-runs", params={"sha": head}, timeout=10
+    )
+    response.raise_for_status()
+    return {run["name"]: run for run in response.json()}
+
+
+def _first_line(comment: str) -> str:
+    return comment.strip().splitlines()[0]
+
+
+def test_every_comment_starts_with_its_verdict_and_the_page_and_api_agree(
+    demo: DemoRun,
+) -> None:
+    for number in PRS:
+        comment = demo.sticky(number)
+        assert "<!-- stackbot" not in comment  # printed without the hidden marker
+        first = _first_line(comment)
+        pull = _api(demo, f"/pulls/{number}")["pull"]
+        verdict = pull["verdict"]
+        assert verdict["label"] == EXPECTED[number], (number, verdict)
+        assert f"**{verdict['label']}**" in first, (number, first)
+        runs = _check_runs(demo, pull["head_sha"])
+        for name, run in runs.items():
+            summary_first = (run.get("summary") or "").splitlines()[0]
+            assert f"**{verdict['label']}**" in summary_first, (number, name, summary_first)
+
+
+def test_8050_shows_no_result_of_a_tree_without_it(demo: DemoRun) -> None:
+    comment = demo.sticky(8050)
+    first = _first_line(comment)
+    assert "conflict** with #8035" in first and "transformer_layer.py" in first
+    assert "merge #8035's head into this branch and resolve" in first
+    assert "**Tests**" not in comment and "passed" not in comment
+    assert "left out" in comment
+    pull = _api(demo, "/pulls/8050")["pull"]
+    runs = _check_runs(demo, pull["head_sha"])
+    assert runs["stackbot/integration"]["conclusion"] == "failure"
+    assert runs["stackbot/approval"]["status"] != "completed"  # pending: a vetter is needed
+    assert sorted(runs) == ["stackbot/approval", "stackbot/integration"]  # no test results
+    assert pull["tests"] == []
+
+
+def test_the_series_conflict_is_only_on_the_prs_it_involves(demo: DemoRun) -> None:
+    assert "#8050" not in demo.sticky(8034) and "#8050" not in demo.sticky(8748)
+    assert "#8050 conflicts with this PR" in demo.sticky(8035)
+
+
+def test_8034_is_not_shown_as_failing(demo: DemoRun) -> None:
+    comment = demo.sticky(8034)
+    assert "❌" not in comment
+    pull = _api(demo, "/pulls/8034")["pull"]
+    assert pull["display_state"] == "no-regressions" and pull["verdict"]["tone"] == "warn"
+    runs = _check_runs(demo, pull["head_sha"])
+    assert all(run["conclusion"] != "failure" for run in runs.values()), runs
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", WIDTHS)
+def test_pages_show_the_same_verdicts_and_fit_the_viewport(
+    browser: Any, demo: DemoRun, width: int
+) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        page.goto(demo.url + "/series/6307")
+        for number in PRS:
+            row = page.locator(f'#pulls tr[data-pr="{number}"]')
+            slug = EXPECTED[number].replace(" ", "-")
+            assert row.get_attribute("data-verdict") == slug
+            assert EXPECTED[number] in row.inner_text()
+        failing = ".tone-bad, .st-failed, .st-new-failures"
+        assert page.locator(f'#pulls tr[data-pr="8034"] :is({failing})').count() == 0
+        assert "10 passed" not in page.locator('#pulls tr[data-pr="8050"]').inner_text()
+        page.screenshot(path=str(artifacts_dir() / f"demo-series-{width}.png"), full_page=True)
+        for path in ("/series/6307", "/pulls/8050", "/pulls/8034", "/jobs", "/tasks", "/"):
+            page.goto(demo.url + path)
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= width, f"{path} is {wide} px wide at {width} px"
+            if path.startswith("/pulls/"):
+                name = path.strip("/").replace("/", "-")
+                page.screenshot(
+                    path=str(artifacts_dir() / f"demo-{name}-{width}.png"), full_page=True
+                )
+    finally:
+        context.close()
+    assert not errors, errors
