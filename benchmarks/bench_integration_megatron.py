@@ -123,13 +123,15 @@ def measure_megatron(clone: Path, count: int, push: int, repeat: int) -> int:
           f"{cold_s / bare:5.2f}x the bare chain; {cold_s / cold_goal:5.2f}x the goal's "
           f"2 x bare + checker scan = {cold_goal:.3f}s (goal <= 1.0x)")  # fmt: skip
     print(f"push to #{pushed_number} (position {push}): {redone} steps merged again "
-          f"(goal: the {expected} from position {push} on), {push_s:8.3f}s = "
+          f"(goal: at most the {expected} from position {push} on), {push_s:8.3f}s = "
           f"{push_s / warm:5.2f}x a warm full run; steps redone / all: "
           f"{redone / max(1, len(merging)):.2f}")  # fmt: skip
     goals = {
         "warm <= 1.1x the bare chain": warm / bare <= 1.1,
         "cold <= 2x the bare chain + one checker scan": cold_s <= cold_goal,
-        "a push redoes only the steps from its position": redone == expected,
+        # At most the steps from k on: fewer when step k conflicts before and after (the
+        # commit chain after it is then unchanged and every later step is reused).
+        "a push redoes only the steps from its position": 1 <= redone <= expected,
     }
     for goal, met in goals.items():
         print(f"{'met   ' if met else 'MISSED'} {goal}")
