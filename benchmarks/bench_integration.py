@@ -19,6 +19,18 @@ allowlist regeneration (warm cache) against a full scan for a 40-file change.
 
 Goals: stackbot >= 10x faster than the worktree loop, within 1.5x of the bare chain, and
 incremental regeneration >= 10x faster than a full scan.
+
+With ``--megatron PATH`` (a Megatron-LM clone: a bare git directory with ``refs/pull/N/head``)
+it measures issue 16's goals on real material instead: the ``--prs`` highest-numbered pull refs
+(default 50) integrated as one series onto ``main``, in a scratch repository that borrows the
+clone's objects (the clone is only read). Against the bare chain of the same merges, timed in
+the same run: warm (the scan cache holds the base, a new step memo) <= 1.1x; cold (new
+scratch repository, empty caches) <= 2x the bare chain plus one scan of the base by the
+checker's own method (a plain ``ast`` walk of every scanned file); and a push to the PR at
+position k (``--push``, default 25) with the step memo of the earlier run: only steps k.. are
+merged again (counted), in time proportional to them.
+
+    python benchmarks/bench_integration.py --megatron /work/.mirror/NVIDIA+Megatron-LM/repo
 """
 
 from __future__ import annotations
@@ -367,7 +379,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=6307)
     parser.add_argument("--keep", type=Path, help="build the repository here and keep it")
+    parser.add_argument("--megatron", type=Path, help="a Megatron-LM clone: issue 16's figures")
+    parser.add_argument("--push", type=int, default=25, help="--megatron: position pushed to")
     args = parser.parse_args(argv)
+    if args.megatron is not None:
+        from bench_integration_megatron import measure_megatron
+
+        prs = 50 if "--prs" not in (argv or sys.argv) else args.prs
+        return measure_megatron(args.megatron, prs, args.push, args.repeat)
     root = args.keep or Path(tempfile.mkdtemp(prefix="stackbot-bench-"))
     try:
         return measure(args, root)
