@@ -98,6 +98,7 @@ def test_the_port_lists_what_the_services_call() -> None:
         "list_open_pulls",
         "list_pull_commits",
         "update_check_run",
+        "update_pull_base",
     ]
 
 
