@@ -19,6 +19,9 @@ from stackbot.db import migrate
 from stackbot.db.engine import make_engine
 from tests.support import postgres
 
+# One Chromium for the whole session: two Playwright sync instances cannot share a thread.
+from tests.support.browser import browser  # noqa: F401  (fixture)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

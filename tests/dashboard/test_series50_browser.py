@@ -28,7 +28,7 @@ from stackbot.domain.report import (
 from stackbot.domain.report_view import PrReportView
 from stackbot.services.report_views import build_report_views
 from stackbot.web import dashboard, exposure
-from tests.support.browser import artifacts_dir, browser  # noqa: F401  (fixture)
+from tests.support.browser import artifacts_dir
 from tests.support.dashboard_data import REPO, seed_series
 
 pytestmark = pytest.mark.browser
@@ -73,7 +73,7 @@ def _verdict_label(text: str) -> str:
     return text.split("**")[1]
 
 
-def test_fifty_prs_read_the_same_everywhere_and_fit(site: Any, browser: Any) -> None:  # noqa: F811
+def test_fifty_prs_read_the_same_everywhere_and_fit(site: Any, browser: Any) -> None:
     url, views = site
     assert len(views) == PRS
     expected: dict[int, str] = {}
@@ -118,7 +118,7 @@ def test_fifty_prs_read_the_same_everywhere_and_fit(site: Any, browser: Any) -> 
         assert not errors, errors
 
 
-def test_docs_work_offline(site: Any, browser: Any) -> None:  # noqa: F811
+def test_docs_work_offline(site: Any, browser: Any) -> None:
     """Swagger UI from stackbot's own files: every request to another host is refused."""
     url, _ = site
     context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -146,7 +146,7 @@ def test_docs_work_offline(site: Any, browser: Any) -> None:  # noqa: F811
 
 def test_live_updates_patch_the_page_without_reloading(
     site: Any,
-    browser: Any,  # noqa: F811
+    browser: Any,
     engine: Engine,
 ) -> None:
     url, _ = site

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import browser  # noqa: F401  (fixture)
-
 DEMO_TIMEOUT_S = 900
 
 
