@@ -78,7 +78,7 @@ _MERGED_VERB = re.compile(
 )
 _NEGATED = re.compile(
     r"(?:\bnot|\bno[ \t]+longer|\bnever|n't|\binstead[ \t]+of|\brather[ \t]+than|\bpreviously"
-    r"|\bformerly|\bused[ \t]+to|\bwas|\bwere|\bno[ \t]+more)\b[^.;:!?\n]{0,24}$",
+    r"|\bformerly|\bused[ \t]+to|\bwas|\bwere|\bno[ \t]+more)\b[^.,;:!?\n]{0,24}$",
     re.IGNORECASE,
 )
 _NOT_AFTER = re.compile(r"-?[ \t]*not\b", re.IGNORECASE)
