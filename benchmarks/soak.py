@@ -8,7 +8,9 @@ runs, CPU ranks with gloo on a machine without GPUs). Then, for ``--minutes``:
 - a load generator (its own process, loopback only) sends signed ``push`` deliveries at a
   bounded ``--rate`` (open loop: each request's latency counts from its scheduled time), each a
   distinct delivery id, to branches no pull request targets (each is recorded, queued, claimed
-  by a worker and processed to the end: "a push no pull request targets");
+  by a worker and processed to the end: "a push no pull request targets"); when the server
+  answers slower than the rate allows (``--connections`` requests in flight), fewer are sent
+  and the achieved rate is reported;
 - the demo's scenario (``stackbot.demo.scenario``: a Megatron-like repository, the stacked
   series #8034 → #8035 → #8748, a conflicting PR, a vetter's approval) is played on the
   stand-in, so a series is integrated and its GPU jobs run while the load goes on;
@@ -185,7 +187,7 @@ async def _generate(
     async def connection() -> None:
         nonlocal next_index
         streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        while next_index < total:
+        while next_index < total and time.time() < started + seconds:
             index = next_index
             next_index += 1
             scheduled = started + index / rate
@@ -329,6 +331,7 @@ def run(args: argparse.Namespace) -> int:
                 t0,
             ),
             name="soak-load",
+            daemon=True,
         )
         generator.start()
         say(f"load: {args.rate:g} signed deliveries/s for {args.minutes:g} min → {stack.url}")
@@ -408,6 +411,7 @@ def figures(records: list[list[Any]], chaos: Chaos) -> dict[str, Any]:
                 retry_after += status == 503 and has_retry
     return {
         "sent": len(records),
+        "achieved_rate": round(len(records) / max(1.0, max((r[0] for r in records), default=1)), 1),
         "statuses": dict(statuses),
         "p50_ms": percentile(0.50) if accepted else None,
         "p99_ms": percentile(0.99) if accepted else None,
@@ -493,7 +497,10 @@ def report(result: dict[str, Any]) -> None:
         f"{result['minutes']:g} min at {result['rate']:g}/s on {result['cpus']} CPUs "
         f"(load average at start {result['load_average_at_start'][0]:.1f})"
     )
-    print(f"sent {result.get('sent')}, answers {result.get('statuses')}")
+    print(
+        f"sent {result.get('sent')} (achieved {result.get('achieved_rate')}/s), "
+        f"answers {result.get('statuses')}"
+    )
     print(
         f"accepted deliveries: p50 {result.get('p50_ms')} ms, p99 {result.get('p99_ms')} ms, "
         f"max {result.get('max_ms')} ms"
