@@ -17,7 +17,8 @@ from stackbot.db.engine import make_engine
 from tests.demo.conftest import DEMO_TIMEOUT_S, _free_port
 from tests.support import postgres
 
-pytestmark = [pytest.mark.postgres, pytest.mark.torchrun]
+# The whole demo runs inside the test: allow it the demo fixture's time, not pytest's default.
+pytestmark = [pytest.mark.postgres, pytest.mark.torchrun, pytest.mark.timeout(DEMO_TIMEOUT_S + 120)]
 
 
 def test_the_demo_passes_on_an_empty_postgresql_database_with_two_workers(
