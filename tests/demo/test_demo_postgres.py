@@ -4,8 +4,10 @@ each GPU job started once."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,17 +30,24 @@ def test_the_demo_passes_on_an_empty_postgresql_database_with_two_workers(
     with postgres.fresh_database() as url:
         env = {k: v for k, v in os.environ.items() if not k.startswith("STACKBOT_")}
         env["STACKBOT_DATABASE_URL"] = url
-        done = subprocess.run(
+        process = subprocess.Popen(
             [
                 *(sys.executable, "-m", "stackbot", "demo", "--once", "--workers", "2"),
                 *("--port", str(_free_port()), "--workdir", str(workdir)),
             ],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             env=env,
             cwd=tmp_path,
-            timeout=DEMO_TIMEOUT_S,
+            start_new_session=True,  # its worker processes too: killed together below
         )
+        try:
+            stdout, stderr = process.communicate(timeout=DEMO_TIMEOUT_S)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
         assert done.returncode == 0, done.stderr[-4000:]
         assert "every report is posted" in done.stderr
         assert "2 worker processes" in done.stderr and url.rpartition("/")[2] in done.stderr
