@@ -40,6 +40,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--timeout", type=float, default=900.0, help="give up after this many seconds"
     )
+    parser.add_argument(
+        "--workers",
+        type=_count,
+        default=0,
+        help="run N `stackbot worker` processes instead of one worker inside the server "
+        "(default 0: the embedded worker)",
+    )
     parser.set_defaults(handler=_demo)
 
 
@@ -48,6 +55,12 @@ def _default_workdir() -> Path:
     if data_dir:
         return Path(data_dir).expanduser() / "demo"
     return Path(tempfile.mkdtemp(prefix="stackbot-demo-"))
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of worker processes")
+    return int(text)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -60,6 +73,11 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"[demo {time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     result = run_demo(
-        workdir=workdir, port=args.port, once=args.once, timeout_s=args.timeout, say=say
+        workdir=workdir,
+        port=args.port,
+        once=args.once,
+        timeout_s=args.timeout,
+        say=say,
+        workers=args.workers,
     )
     return 0 if result.ok else 1

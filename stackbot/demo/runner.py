@@ -9,10 +9,13 @@ interrupted (``--once``: exits 0 when every report is posted, non-zero with the 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -56,18 +59,33 @@ class DemoStack:
     """The GitHub stand-in and stackbot (app + embedded worker), running in this process.
 
     Also what the end-to-end tests start: ``overrides`` change the settings, ``port=0`` takes a
-    free port."""
+    free port. ``workers=N`` (N > 0) runs no worker in this process but N ``stackbot worker``
+    processes against the same database, as a deployment does (their output goes to
+    ``<workdir>/worker-<n>.log``). ``serve_process=True`` also runs the app as a ``stackbot
+    serve`` process (``serve.log``) instead of in this process (the soak benchmark)."""
 
     def __init__(
-        self, workdir: Path, port: int, say: Say, overrides: dict[str, Any] | None = None
+        self,
+        workdir: Path,
+        port: int,
+        say: Say,
+        overrides: dict[str, Any] | None = None,
+        *,
+        workers: int = 0,
+        serve_process: bool = False,
     ) -> None:
         self.workdir = workdir
         self.port = port
         self.say = say
         self.overrides = overrides or {}
+        self.workers = workers
+        self.serve_process = serve_process
+        self.server_process: subprocess.Popen[bytes] | None = None
         self.github = StandinServer(workdir / "github")
         self.settings: Settings | None = None
         self._web: BackgroundServer | None = None
+        self._options: dict[str, Any] = {}
+        self.worker_processes: list[subprocess.Popen[bytes]] = []
 
     @property
     def url(self) -> str:
@@ -105,7 +123,16 @@ class DemoStack:
         settings = load_settings(**options)
         settings.ensure_dirs()
         migrate.upgrade(settings.effective_database_url)
-        self._web.start(create_app(settings, worker=service_registry(settings)))
+        self._options = options
+        embedded = service_registry(settings) if self.workers == 0 else None
+        if self.serve_process:
+            self._web.stop()  # only its port is used, by the `stackbot serve` process
+            self._web = None
+            self.server_process = self._start_server()
+        else:
+            self._web.start(create_app(settings, worker=embedded))
+        for n in range(self.workers):
+            self.worker_processes.append(self.start_worker(n))
         self.github.control.configure_webhook(f"{self.url}/webhooks/github", secret)
         self.settings = settings
         where = (
@@ -113,8 +140,73 @@ class DemoStack:
             if settings.database_url is None
             else f"database {make_url(settings.effective_database_url).render_as_string()}"
         )
-        self.say(f"stackbot on {self.url} ({where})")
+        workers = "an embedded worker" if self.workers == 0 else f"{self.workers} worker processes"
+        self.say(f"stackbot on {self.url} ({where}, {workers})")
         return settings
+
+    def worker_environment(self) -> dict[str, str]:
+        """The environment of a ``stackbot worker`` (or ``serve``) process with this stack's
+        settings: STACKBOT_* variables, nested sections and lists as JSON."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STACKBOT_")}
+        env.pop("STACKBOT_CONFIG", None)
+        env["PYTHONUNBUFFERED"] = "1"
+        for name, value in self._options.items():
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, str | int | float | Path):
+                text = str(value)
+            else:
+                text = json.dumps(value, default=str)
+            env[f"STACKBOT_{name.upper()}"] = text
+        return env
+
+    def start_worker(self, n: int) -> subprocess.Popen[bytes]:
+        """Start ``stackbot worker`` number ``n`` (appending to ``worker-<n>.log``)."""
+        with (self.workdir / f"worker-{n}.log").open("ab") as log_file:
+            return subprocess.Popen(
+                [sys.executable, "-m", "stackbot", "worker"],
+                env=self.worker_environment(),
+                cwd=self.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+            )
+
+    def _start_server(self) -> subprocess.Popen[bytes]:
+        import httpx
+
+        argv = [sys.executable, "-m", "stackbot", "serve", "--port", str(self.port)]
+        if self.workers == 0:
+            argv.append("--worker")
+        with (self.workdir / "serve.log").open("ab") as log_file:
+            process = subprocess.Popen(
+                argv,
+                env=self.worker_environment(),
+                cwd=self.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return process
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        process.kill()
+        log = (self.workdir / "serve.log").read_text()[-3000:]
+        raise RuntimeError(f"stackbot serve did not start on {self.url}:\n{log}")
+
+    def worker_logs(self) -> str:
+        return "\n".join(
+            f"── worker-{n}.log ──\n" + (self.workdir / f"worker-{n}.log").read_text()[-4000:]
+            for n in range(self.workers)
+            if (self.workdir / f"worker-{n}.log").exists()
+        )
 
     def _app_key(self) -> Path:
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -137,19 +229,39 @@ class DemoStack:
         return path
 
     def stop(self) -> None:
+        for process in self.worker_processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.worker_processes:
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.worker_processes = []
+        if self.server_process is not None:
+            self.server_process.send_signal(signal.SIGTERM)
+            try:
+                self.server_process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.server_process.kill()
+                self.server_process.wait()
+            self.server_process = None
         if self._web is not None:
             self._web.stop(timeout_s=60)
         self.github.stop()
 
 
-def run_demo(*, workdir: Path, port: int, once: bool, timeout_s: float, say: Say) -> DemoResult:
+def run_demo(
+    *, workdir: Path, port: int, once: bool, timeout_s: float, say: Say, workers: int = 0
+) -> DemoResult:
     started = time.monotonic()
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     log_path = send_logs_to(workdir / "stackbot-demo.log")
     say(f"work directory {workdir}; worker and HTTP logs in {log_path}")
-    stack = DemoStack(workdir, port, say)
+    stack = DemoStack(workdir, port, say, workers=workers)
     try:
         settings = stack.start()
         play = scenario.DemoScenario(stack.github.control, say)
@@ -278,6 +390,14 @@ def wait_until_reported(
             done_jobs = sum(1 for status in jobs if status in FINISHED_JOBS)
             key, line = progress_line(job_rows, runs, busy, utcnow())
             progress.show(key, line)
+            exited = [p for p in stack.worker_processes if p.poll() is not None]
+            if exited:
+                progress.end()
+                return DemoResult(
+                    False,
+                    f"{len(exited)} worker process(es) exited (code "
+                    f"{', '.join(str(p.returncode) for p in exited)}):\n{stack.worker_logs()}",
+                )
             if dead:
                 progress.end()
                 reasons = "; ".join(

@@ -10,6 +10,8 @@
   no framing, no MIME sniffing, no referrer to other sites. ``/docs`` (Swagger UI, served from
   stackbot's own copy in ``static/swagger``) only adds inline styles, which Swagger UI sets.
 - **Error pages**: a browser that asks for a page gets HTML for 401/404/422/500, not JSON.
+- **Database unavailable** (PostgreSQL restarting, a connection pool exhausted): 503 with
+  ``Retry-After``, not 500; the error itself goes to the log only.
 - **What is not shown**: server paths (a job's output directory) and the text of a dead task's
   error (SQL, parameters, paths, git's stderr): the page names the error's kind and says where
   the details are, the worker's log, which the log redaction filters.
@@ -18,6 +20,7 @@
 from __future__ import annotations
 
 import html
+import logging
 import re
 from collections.abc import Awaitable, Callable
 
@@ -28,9 +31,13 @@ from fastapi.exception_handlers import (
 )
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from stackbot.config import Settings
+
+log = logging.getLogger(__name__)
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -46,6 +53,22 @@ HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "same-origin",
 }
+# Seconds a client is asked to wait when the database cannot be reached.
+RETRY_AFTER_S = 5
+UNAVAILABLE = "The database cannot be reached just now; try again in a few seconds."
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` says the database cannot be reached now (a transient state: the
+    server restarting or refusing connections, a dropped connection, a full pool) rather than
+    that a query is wrong."""
+    if isinstance(error, PoolTimeout):
+        return True
+    return isinstance(error, DBAPIError) and (
+        isinstance(error, OperationalError) or error.connection_invalidated
+    )
+
+
 # Never restricted: GitHub's deliveries carry their own proof, and health checks have none.
 _ALWAYS_OPEN = ("/webhooks/", "/healthz", "/static/")
 
@@ -83,6 +106,17 @@ def install(app: FastAPI, settings: Settings) -> None:
             return _page(error.status_code, str(error.detail), getattr(error, "headers", None))
         return await http_exception_handler(request, error)
 
+    @app.exception_handler(DBAPIError)
+    @app.exception_handler(PoolTimeout)
+    async def unavailable(request: Request, error: Exception) -> Response:
+        if not database_unavailable(error):
+            raise error
+        log.error("%s %s: the database is unavailable: %s", request.method, request.url.path, error)
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+        if _wants_html(request):
+            return _page(503, UNAVAILABLE, headers)
+        return JSONResponse({"detail": UNAVAILABLE}, 503, headers=headers)
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> Response:
         if _wants_html(request):
@@ -115,7 +149,12 @@ def _wants_html(request: Request) -> bool:
 
 
 def _page(status: int, text: str, headers: dict[str, str] | None = None) -> HTMLResponse:
-    titles = {401: "Not signed in", 404: "Not found", 422: "Not a valid address"}
+    titles = {
+        401: "Not signed in",
+        404: "Not found",
+        422: "Not a valid address",
+        503: "Try again shortly",
+    }
     title = titles.get(status, "Something went wrong" if status >= 500 else "Refused")
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'

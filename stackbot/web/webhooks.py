@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse
 
 from stackbot.domain.events import UnknownEvent, ignore_reason, parse_event
 from stackbot.errors import BadInput, RetryLater
+from stackbot.web.exposure import RETRY_AFTER_S
 from stackbot.web.health import Metrics
 from stackbot.worker import inbox
 
@@ -193,7 +194,11 @@ async def receive_github_webhook(request: Request) -> JSONResponse:
     except RetryLater as error:
         metrics.count_delivery(event_name, "unavailable")
         log.error("delivery %s not recorded: %s", delivery_id, error)
-        return JSONResponse({"error": f"{error}; redeliver it later"}, status_code=503)
+        return JSONResponse(
+            {"error": f"{error}; redeliver it later"},
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
     return _answer(state, metrics, event_name, delivery_id, recorded, reason, event)
 
 

@@ -1,6 +1,10 @@
 """The pipeline end to end on the GitHub stand-in with real integrations and real torchrun jobs:
 events → sync → integrations → jobs → comparison with main → sticky comments and check runs;
-result reuse; a parent's new head; a push to main; approvals that hold for one commit only."""
+result reuse; a parent's new head; a push to main; approvals that hold for one commit only.
+
+Each scenario runs on SQLite (embedded worker) and on PostgreSQL (two worker processes), and
+after each one
+(:meth:`World.settle`) nothing may have been done twice."""
 
 from __future__ import annotations
 
@@ -17,9 +21,12 @@ FEATURE_TEST = (
 )
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> World:
-    with running_world(tmp_path_factory.mktemp("e2e")) as running:
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> World:
+    """SQLite with the embedded worker; PostgreSQL with two `stackbot worker` processes."""
+    with running_world(tmp_path_factory.mktemp("e2e"), request.param) as running:
         yield running  # type: ignore[misc]
 
 
