@@ -270,12 +270,17 @@ def schedule(session: Session, *, run_after_epoch: float) -> None:
     queue.enqueue(session, task.kind, task.payload, dedupe_key=task.dedupe_key, run_after=run_after)
 
 
+# The first round waits a little after a worker starts: the repairs of what was missed while
+# no worker ran (reconcile) come first.
+FIRST_ROUND_DELAY_S = 300.0
+
+
 def seed_maintenance(engine: Engine) -> None:
     """At worker start: queue a round unless one is pending or running (its period decides
     whether it does anything)."""
     with session_scope(engine) as session:
         if not queue.has_open_task(session, kind=TaskKind.MAINTENANCE):
-            schedule(session, run_after_epoch=time.time())
+            schedule(session, run_after_epoch=time.time() + FIRST_ROUND_DELAY_S)
 
 
 def handle_maintenance(ctx: TaskContext, task: Maintenance) -> None:

@@ -86,3 +86,13 @@ def test_two_workers_run_one_round_per_period(
     assert time.time() < expected
     logs = "".join(w.output() for w in workers)
     assert "this period's round was run by another task" in logs
+
+
+def test_a_worker_start_queues_one_round_unless_one_is_open(engine: Engine) -> None:
+    from stackbot.services.maintenance import FIRST_ROUND_DELAY_S, seed_maintenance
+
+    seed_maintenance(engine)
+    seed_maintenance(engine)  # a second worker starting
+    tasks = _maintenance_tasks(engine)
+    assert [t.status for t in tasks] == ["pending"]
+    assert abs(_when(tasks[0]) - (time.time() + FIRST_ROUND_DELAY_S)) < 30
