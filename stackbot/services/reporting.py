@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from stackbot.adapters import github_errors as gh
 from stackbot.adapters.github.port import GitHubPort
@@ -115,7 +117,37 @@ def register_tasks(registry: TaskRegistry) -> None:
     registry.add_task(Report, handle_report)
 
 
+_LOCAL_PR_LOCKS: dict[tuple[str, int], threading.Lock] = {}
+_LOCAL_PR_LOCKS_GUARD = threading.Lock()
+
+
+@contextmanager
+def _one_publisher_per_pr(engine: Engine, repo: str, number: int) -> Iterator[None]:
+    """Reports of one PR are published one at a time. Two workers that both read "no check run
+    stored" would each create one (the soak saw a PR's check runs twice). On PostgreSQL a
+    transaction-scoped advisory lock, released when the transaction ends or its connection dies
+    (a SIGKILLed worker); elsewhere a lock in this process (SQLite has one worker process).
+    """
+    if engine.dialect.name == "postgresql":
+        key = int(digest("report", repo, number)[:15], 16)  # fits a bigint
+        with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+            yield
+        return
+    with _LOCAL_PR_LOCKS_GUARD:
+        lock = _LOCAL_PR_LOCKS.setdefault((repo, number), threading.Lock())
+    with lock:
+        yield
+
+
 def _publish_one(
+    engine: Engine, client: GitHubPort, repo: str, view: PrReportView, counts: PublishCounts
+) -> None:
+    with _one_publisher_per_pr(engine, repo, view.pr.number):
+        _publish_one_locked(engine, client, repo, view, counts)
+
+
+def _publish_one_locked(
     engine: Engine, client: GitHubPort, repo: str, view: PrReportView, counts: PublishCounts
 ) -> None:
     number = view.pr.number
