@@ -39,7 +39,7 @@ class DemoRun:
     def sticky(self, number: int) -> str:
         marker = f"──── sticky comment on #{number} "
         start = self.stdout.index(marker)
-        rest = self.stdout[start + len(marker) :]
+        rest = self.stdout[start + len(marker) :].partition("\n")[2]  # after the header line
         end = rest.find("──── sticky comment on #")
         return rest if end < 0 else rest[:end]
 

@@ -30,26 +30,34 @@ def test_index_lists_the_series(page, demo: DemoRun) -> None:  # type: ignore[no
 
 def test_series_page_draws_the_graph_and_tables(page, demo: DemoRun) -> None:  # type: ignore[no-untyped-def]
     page.goto(demo.url + "/series/6307")
-    nodes = page.locator("#graph g.node")
+    nodes = page.locator("#graph .node")
     assert nodes.count() >= 5
     states = {n.get_attribute("data-pr"): n.get_attribute("data-state") for n in nodes.all()}
-    assert states["8748"] == "passed"
+    assert states["8748"] == "ready"
     assert states["8040"] == "superseded"
-    edges = page.locator("#graph g.edge")
+    assert states["8050"] == "conflict"
+    edges = page.locator("#graph .edge")
     sources = {
         source.strip()
         for e in edges.all()
         for source in (e.get_attribute("data-source") or "").split(",")
     }
-    assert {"depends_on", "base_branch"} <= sources
+    assert {"depends_on", "base_branch", "conflict", "superseded"} <= sources
+    # edges read in words, with the words that declared them as their tooltip
+    depends = page.locator('#graph .edge[data-child="8035"][data-parent="8034"]')
+    assert "#8034" in depends.inner_text() and "depends on" in (
+        depends.get_attribute("title") or ""
+    )
     rows = page.locator("#pulls tbody tr")
     assert rows.count() >= 6
     assert "maintainer-p" in page.locator('#pulls tr[data-pr="8748"]').inner_text()  # approver
     assert "waiting for a vetter" in page.locator('#pulls tr[data-pr="8050"]').inner_text()
     assert page.locator("table.matrix td.hit").count() >= 2  # #8035 × #8050 both ways
-    # the graph is drawn: its bounding box has a real size
-    box = page.locator("#graph svg").bounding_box()
+    # the list is laid out: a real size, and nothing wider than the page
+    box = page.locator("#graph").bounding_box()
     assert box is not None and box["width"] > 300 and box["height"] > 50
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= page.viewport_size["width"], width
     page.screenshot(path=str(artifacts_dir() / "dashboard-series.png"), full_page=True)
 
 
