@@ -61,7 +61,7 @@ def test_the_demo_passes_on_an_empty_postgresql_database_with_two_workers(
                 dead = conn.execute(text("select count(*) from tasks where status='dead'")).scalar()
                 twice = conn.execute(
                     text(
-                        "select count(*) from (select payload from tasks where kind = "
+                        "select count(*) from (select payload::text from tasks where kind = "
                         "'process_delivery' group by payload::text having count(*) > 1) t"
                     )
                 ).scalar()
