@@ -19,7 +19,14 @@ from stackbot.worker.registry import TaskRegistry
 from stackbot.worker.runner import Worker
 from tests.support import signing
 
-FOLLOW_UP_KINDS = ("sync_pull", "pr_command", "base_moved", "retest")
+FOLLOW_UP_KINDS = (
+    "sync_pull",
+    "pr_command",
+    "base_moved",
+    "retest",
+    "check_base",
+    "retarget_children",
+)
 SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
 
 
@@ -55,12 +62,13 @@ def test_a_burst_of_pull_request_events_syncs_the_pull_once(
 ) -> None:
     deliver(client, "pull_request", signing.example("pull_request", "opened").payload)
     deliver(client, "pull_request", signing.example("pull_request", "synchronize").payload)
-    assert worker.run_until_idle() == 3  # two deliveries, one collapsed sync_pull
+    # two deliveries, one collapsed sync_pull and one collapsed check_base (issue 15)
+    assert worker.run_until_idle() == 4
     assert ran["sync_pull"] == [
         {"repo": "Codertocat/Hello-World", "number": 2, "action": "synchronize"}
     ]
     assert statuses(engine) == [("pull_request", "processed"), ("pull_request", "processed")]
-    assert queue.stats(engine) == {"pending": 0, "running": 0, "done": 3, "dead": 0}
+    assert queue.stats(engine) == {"pending": 0, "running": 0, "done": 4, "dead": 0}
 
 
 def test_a_comment_on_a_pull_request_becomes_a_pr_command(
