@@ -15,7 +15,8 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from stackbot.adapters.git import GitMirror
@@ -151,18 +152,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     failure = None
     names = [args.base, *(ref for _, ref in args.pr)]
-    with (
-        open_mirror(args.repo, settings, names) as mirror,
-        shared_use(mirror.git_dir, wait_s=settings.maintenance.lock_wait_s),
-    ):
-        tools = ScanTools.from_settings(settings)
-        allowlist = TreeAllowlist(
-            mirror, cache=tools.cache, scanner=tools.scanner, progress=scan_progress()
-        )
-        try:
-            result = run_integration(mirror, request, allowlist=allowlist, progress=_say)
-        finally:
-            tools.close()
+    with mirror_and_allowlist(args.repo, settings, names) as (mirror, allowlist):
+        result = run_integration(mirror, request, allowlist=allowlist, progress=_say)
         if push is not None:
             try:
                 result = push_run(mirror, result, push)
@@ -181,6 +172,29 @@ def settings_or_bad_input() -> Settings:
         return load_settings()
     except (ValueError, OSError) as error:  # pydantic's ValidationError is a ValueError
         raise BadInput(f"the settings are invalid: {error}") from None
+
+
+@contextmanager
+def mirror_and_allowlist(
+    source: str, settings: Settings, names: Sequence[str]
+) -> Iterator[tuple[GitMirror, TreeAllowlist]]:
+    """The mirror of ``source`` with ``names`` fetched, held under its shared maintenance lock
+    (a repack waits), and a :class:`TreeAllowlist` on the shared scan cache and scanner
+    processes, closed on the way out: what every command that merges in a mirror needs."""
+    with (
+        open_mirror(source, settings, names) as mirror,
+        shared_use(mirror.git_dir, wait_s=settings.maintenance.lock_wait_s),
+    ):
+        tools = ScanTools.from_settings(settings)
+        try:
+            yield (
+                mirror,
+                TreeAllowlist(
+                    mirror, cache=tools.cache, scanner=tools.scanner, progress=scan_progress()
+                ),
+            )
+        finally:
+            tools.close()
 
 
 def open_mirror(source: str, settings: Settings, names: Sequence[str]) -> GitMirror:

@@ -16,17 +16,14 @@ import json
 import sys
 from typing import Any
 
-from stackbot.adapters.git_maintenance import shared_use
 from stackbot.cli.integrate import (
     _pr_ref,
     exit_on_failure,
-    open_mirror,
-    scan_progress,
+    mirror_and_allowlist,
     settings_or_bad_input,
 )
 from stackbot.domain.port import render_port
 from stackbot.services.port import PortRequest, port
-from stackbot.services.tree_allowlist import ScanTools, TreeAllowlist
 
 
 def register(subparsers: Any) -> None:
@@ -64,18 +61,11 @@ def _run(args: argparse.Namespace) -> int:
         onto_ref=args.onto,
         generated_files=settings.generated_files,
     )
-    with (
-        open_mirror(args.repo, settings, [head_ref, args.upstream_base, args.onto]) as mirror,
-        shared_use(mirror.git_dir, wait_s=settings.maintenance.lock_wait_s),
+    with mirror_and_allowlist(args.repo, settings, [head_ref, args.upstream_base, args.onto]) as (
+        mirror,
+        allowlist,
     ):
-        tools = ScanTools.from_settings(settings)
-        allowlist = TreeAllowlist(
-            mirror, cache=tools.cache, scanner=tools.scanner, progress=scan_progress()
-        )
-        try:
-            result = port(mirror, request, allowlist=allowlist, progress=_say)
-        finally:
-            tools.close()
+        result = port(mirror, request, allowlist=allowlist, progress=_say)
     print(json.dumps(result.to_json(), indent=2) if args.json else render_port(result))
     return result.exit_code
 

@@ -15,17 +15,14 @@ import json
 import sys
 from typing import Any
 
-from stackbot.adapters.git_maintenance import shared_use
 from stackbot.cli.integrate import (
     _pr_ref,
     exit_on_failure,
-    open_mirror,
-    scan_progress,
+    mirror_and_allowlist,
     settings_or_bad_input,
 )
 from stackbot.domain.restack import render_restack
 from stackbot.services.restack import RestackRequest, restack
-from stackbot.services.tree_allowlist import ScanTools, TreeAllowlist
 
 
 def register(subparsers: Any) -> None:
@@ -65,18 +62,11 @@ def _run(args: argparse.Namespace) -> int:
         onto_ref=args.onto,
         generated_files=settings.generated_files,
     )
-    with (
-        open_mirror(args.repo, settings, [head_ref, args.old_base, args.onto]) as mirror,
-        shared_use(mirror.git_dir, wait_s=settings.maintenance.lock_wait_s),
+    with mirror_and_allowlist(args.repo, settings, [head_ref, args.old_base, args.onto]) as (
+        mirror,
+        allowlist,
     ):
-        tools = ScanTools.from_settings(settings)
-        allowlist = TreeAllowlist(
-            mirror, cache=tools.cache, scanner=tools.scanner, progress=scan_progress()
-        )
-        try:
-            result = restack(mirror, request, allowlist=allowlist, progress=_say)
-        finally:
-            tools.close()
+        result = restack(mirror, request, allowlist=allowlist, progress=_say)
     print(json.dumps(result.to_json(), indent=2) if args.json else render_restack(result))
     return result.exit_code
 
