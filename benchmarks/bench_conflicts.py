@@ -21,38 +21,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_integration import git as run_git
+from bench_integration import say
 
 from stackbot.adapters.git import GitRepository
 from stackbot.config import DEFAULT_ALLOWLIST_PATH as ALLOWLIST
 from stackbot.domain.types import PrNumber, Sha
 from stackbot.services.conflicts import ConflictCache, ConflictMatrix, conflict_matrix
 
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
-    "GIT_AUTHOR_DATE": "@1700000000 +0000", "GIT_COMMITTER_DATE": "@1700000000 +0000",
-    "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C",
-}  # fmt: skip
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
 
 def git(cwd: Path, *args: str, ok: tuple[int, ...] = (0,)) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env={**os.environ, **IDENTITY}, capture_output=True, text=True
-    )
-    if done.returncode not in ok:
-        raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr}")
-    return done.stdout
+    return run_git(cwd, *args, ok=ok).stdout
 
 
 def scratch_over(source: Path, root: Path) -> Path:
