@@ -346,11 +346,10 @@ class Maintenance:
 
 
 @dataclass(frozen=True)
-class RetargetChildren:
-    """PR ``number`` of ``repo`` merged: move each open child based on its head branch to its
-    base before that branch is deleted (GitHub would close the child for good)."""
+class _OnePullRequest:
+    """A task about PR ``number`` of ``repo`` and nothing else, one pending per PR and kind."""
 
-    KIND: ClassVar[TaskKind] = TaskKind.RETARGET_CHILDREN
+    KIND: ClassVar[TaskKind]
     repo: str
     number: int
 
@@ -367,23 +366,18 @@ class RetargetChildren:
 
 
 @dataclass(frozen=True)
-class CheckBase:
+class RetargetChildren(_OnePullRequest):
+    """PR ``number`` of ``repo`` merged: move each open child based on its head branch to its
+    base before that branch is deleted (GitHub would close the child for good)."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.RETARGET_CHILDREN
+
+
+@dataclass(frozen=True)
+class CheckBase(_OnePullRequest):
     """Check that PR ``number`` of ``repo`` is not based on a branch it must not merge into."""
 
     KIND: ClassVar[TaskKind] = TaskKind.CHECK_BASE
-    repo: str
-    number: int
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        return cls(fields.repo(), fields.pr_number())
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"repo": self.repo, "number": self.number}
-
-    def dedupe_key(self) -> str | None:
-        return f"{self.KIND}:{self.repo}:{self.number}"
 
 
 @dataclass(frozen=True)
