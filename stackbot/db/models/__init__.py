@@ -11,7 +11,7 @@ from stackbot.db.models.github import (
     WebhookDelivery,
 )
 from stackbot.db.models.integration import IntegrationRun, IntegrationStep
-from stackbot.db.models.jobs import Job, TestResult
+from stackbot.db.models.jobs import Job, TestFinding, TestResult
 from stackbot.db.models.maintenance import MaintenanceRun
 from stackbot.db.models.overrides import DependencyOverrideRow
 from stackbot.db.models.replies import CommandReply
@@ -32,6 +32,7 @@ __all__ = [
     "Series",
     "SeriesMember",
     "Task",
+    "TestFinding",
     "TestResult",
     "WebhookDelivery",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index
+from sqlalchemy import Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from gpu_jobs.result import JOB_STATUSES
@@ -57,6 +57,47 @@ class Job(SQLModel, table=True):
     submitted_at: datetime | None = Field(default=None, sa_column=time_column(nullable=True))
     started_at: datetime | None = Field(default=None, sa_column=time_column(nullable=True))
     finished_at: datetime | None = Field(default=None, sa_column=time_column(nullable=True))
+    # Why the test plan made this job (issue 13): tree (a run's final tree: the series run
+    # under series-first, every stack under every-stack), confirm (a rerun of the same tree to
+    # confirm new failures), bisect (a prefix of the series order), retry (an infra failure
+    # retried on another node), baseline (the base commit).
+    purpose: str = Field(default="tree", max_length=20)
+    # For a bisect job: how many steps of the series run its tree holds (the prefix length);
+    # None for a run's final tree.
+    step_position: int | None = Field(default=None)
+    attempt: int = Field(default=1)  # 2 for the confirming rerun of the same tree
+    # The job that this one confirms or retries (same tree and configuration).
+    retry_of_job_id: int | None = Field(default=None, foreign_key="jobs.id")
+    # Nodes an infra retry must not use (where the earlier attempts failed).
+    excluded_nodes: list[str] = Field(default_factory=list, sa_column=json_column())
+    # The pytest targets when they are not the test set's: a PR's own test files.
+    targets: list[str] | None = Field(default=None, sa_column=json_column(nullable=True))
+    series_key: str | None = Field(default=None, max_length=100, index=True)
+    # nodes x GPUs per node x wall seconds, once finished (0 for a reused result).
+    gpu_seconds: float | None = Field(default=None)
+
+
+class TestFinding(SQLModel, table=True):
+    """What the test plan concluded about one failing test of one configuration on a run's
+    tree: its failure class and, for a new failure, the PR that introduced it."""
+
+    __tablename__ = "test_findings"
+    __table_args__ = (
+        UniqueConstraint("run_id", "test_set", "shape", "nodeid", name="uq_test_findings"),
+    )
+    __test__ = False
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="integration_runs.id", index=True)
+    test_set: str = Field(max_length=100)
+    shape: str = Field(max_length=20)
+    nodeid: str = Field(max_length=1000)
+    # new | pre-existing | flaky | suspect (failed once, rerun pending) | bisecting
+    failure_class: str = Field(max_length=20)
+    pr_number: int | None = Field(default=None)  # the PR that introduced a new failure
+    # {"jobs": [ids...], "passes_at": position, "fails_at": position, "note": "..."}
+    evidence: dict[str, Any] = Field(default_factory=dict, sa_column=json_column())
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=time_column())
 
 
 class TestResult(SQLModel, table=True):
