@@ -3,6 +3,7 @@
 ``jobs``: ``purpose`` (tree | confirm | bisect | retry | baseline), ``step_position`` (the
 prefix of the series order a bisect job tests), ``attempt``, ``retry_of_job_id``,
 ``excluded_nodes``, ``targets`` (a PR's own test files), ``series_key``, ``gpu_seconds``.
+``integration_steps.own_test_files``: the test files a step adds or modifies.
 ``test_findings``: per run, test set, shape and test, the failure class and the PR that
 introduced a new failure, with the jobs that show it.
 
@@ -46,6 +47,10 @@ def upgrade() -> None:
         batch.add_column(sa.Column("gpu_seconds", sa.Float(), nullable=True))
         batch.create_foreign_key("fk_jobs_retry_of_job_id", "jobs", ["retry_of_job_id"], ["id"])
         batch.create_index(batch.f("ix_jobs_series_key"), ["series_key"], unique=False)
+    with op.batch_alter_table("integration_steps") as batch:
+        batch.add_column(
+            sa.Column("own_test_files", sa.JSON(), nullable=False, server_default="[]")
+        )
     op.execute("UPDATE jobs SET purpose = 'baseline' WHERE kind = 'baseline'")
     op.create_table(
         "test_findings",
@@ -70,6 +75,8 @@ def downgrade() -> None:
     with op.batch_alter_table("test_findings") as batch:
         batch.drop_index(batch.f("ix_test_findings_run_id"))
     op.drop_table("test_findings")
+    with op.batch_alter_table("integration_steps") as batch:
+        batch.drop_column("own_test_files")
     with op.batch_alter_table("jobs") as batch:
         batch.drop_index(batch.f("ix_jobs_series_key"))
         batch.drop_constraint("fk_jobs_retry_of_job_id", type_="foreignkey")
