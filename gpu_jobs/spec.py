@@ -31,7 +31,7 @@ from gpu_jobs.result import (
     worst_outcome,
 )
 
-SPEC_SCHEMA_VERSION = "1.1"
+SPEC_SCHEMA_VERSION = "1.2"
 _SPEC_VERSION = parse_version(SPEC_SCHEMA_VERSION, "schema_version", 1)
 
 Device = Literal["auto", "cuda", "cpu"]
@@ -42,6 +42,7 @@ MAX_GPUS_PER_NODE = 64
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHAPE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
+_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 MARKER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 __all__ = ["ContractError", "Counts", "Durations", "JobResult", "JobSpec", "LauncherOptions"]
@@ -156,6 +157,9 @@ class JobSpec:
     markers: str | None = None
     tolerated_markers: tuple[str, ...] = ()
     min_world_size: dict[str, int] = field(default_factory=dict)
+    # Nodes the job must not run on (1.2): an infra failure is retried elsewhere (Slurm's
+    # ``--exclude``; the local executor runs on this host only and ignores it).
+    exclude_nodes: tuple[str, ...] = ()
     schema_version: str = SPEC_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -187,6 +191,9 @@ class JobSpec:
         for key in self.env:
             if not _ENV_NAME.match(key):
                 raise ContractError(f"env.{key}", "is not a valid environment variable name")
+        for node in self.exclude_nodes:
+            if not _NODE_NAME.match(node):
+                raise ContractError("exclude_nodes", f"{node!r} is not a node name")
 
     def needed_world_size(self, nodeid: str) -> tuple[str, int] | None:
         """The target containing ``nodeid`` that needs more ranks than this job has, and how
@@ -218,6 +225,7 @@ class JobSpec:
             "markers": self.markers,
             "tolerated_markers": list(self.tolerated_markers),
             "min_world_size": dict(self.min_world_size),
+            "exclude_nodes": list(self.exclude_nodes),
         }
 
     def to_json(self) -> str:
@@ -247,6 +255,7 @@ class JobSpec:
             markers=r.opt_text("markers"),
             tolerated_markers=r.texts("tolerated_markers"),
             min_world_size=r.count_map("min_world_size"),
+            exclude_nodes=r.texts("exclude_nodes"),
         )
         if version <= _SPEC_VERSION:
             r.refuse_unknown()

@@ -79,6 +79,7 @@ class TestSet:
         launcher: LauncherOptions | None = None,
         node_check: bool = True,
         timeout_s: float | None = None,
+        exclude_nodes: tuple[str, ...] = (),
     ) -> JobSpec:
         """The job that runs this test set on ``shape`` (which must be one of its shapes)."""
         shape = Shape.parse(shape) if isinstance(shape, str) else shape
@@ -103,6 +104,7 @@ class TestSet:
             markers=self.markers,
             tolerated_markers=self.tolerated_markers,
             min_world_size=dict(self.min_world_size),
+            exclude_nodes=exclude_nodes,
         )
 
 

@@ -155,6 +155,18 @@ class Settings(BaseSettings):
     job_node_check: bool = True
     # Test sets run for every series unless the series config says otherwise.
     default_test_sets: list[str] = Field(default_factory=lambda: ["amax-group", "blockwise-recipe"])
+    # How trees are chosen for GPU jobs (issue 13): "series-first" tests the series tree (every
+    # live PR merged in series order), confirms a new failure by a rerun and bisects it over
+    # prefixes of the series order to the PR that introduced it; a PR the series run leaves out
+    # or cannot merge is tested on its own stack. "every-stack" tests every PR's stack and the
+    # series tree.
+    test_plan_policy: Literal["series-first", "every-stack"] = "series-first"
+    # At most this many jobs of one series start or run at once (0: no limit), so one series
+    # cannot hold every node.
+    max_running_jobs_per_series: int = Field(default=4, ge=0)
+    # An infra result (node check failed, a rank lost, a node failure, a timeout before any
+    # test ran) is retried on another node this many times; never counted as a test result.
+    infra_retries: int = Field(default=2, ge=0, le=10)
     # Bases a PR must not be merged into (shell patterns): Megatron-LM's CI mirror branches,
     # which a child may be stacked on while its parent is vetted. Such a PR gets a failing
     # `stackbot/base` check and one comment asking to retarget it before merging.

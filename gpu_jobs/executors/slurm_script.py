@@ -75,6 +75,8 @@ def render_sbatch(spec: JobSpec, config: SlurmExecutorConfig, out_dir: Path) -> 
             lines.append(f"#SBATCH --{option}={q(value)}")
     if config.qos:
         lines.append(f"#SBATCH --qos={q(config.qos)}")
+    if spec.exclude_nodes:  # an infra failure's node: the retry runs elsewhere
+        lines.append(f"#SBATCH --exclude={q(','.join(spec.exclude_nodes))}")
     lines += [f"#SBATCH {arg}" for arg in config.extra_sbatch_args]
     lines += [
         f"# gpu_jobs job {spec.job_id}: test set {spec.test_set} on {shape}",

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from stackbot.db.models import IntegrationRun, Job, TestResult
+from stackbot.db.models import IntegrationRun, Job, TestFinding, TestResult
 from stackbot.db.models._columns import utcnow
 from stackbot.db.models.jobs import (
     FINISHED_STATES,
@@ -17,7 +17,6 @@ from stackbot.db.models.jobs import (
     NOT_REUSABLE_STATES,
     STARTING,
 )
-from stackbot.domain.integration import RunKind
 
 
 def get_job(session: Session, *, job_id: int) -> Job | None:
@@ -57,14 +56,15 @@ def baseline_job_exists(session: Session, *, commit_sha: str, config_hash: str) 
     return found is not None
 
 
-def reusable_job(session: Session, *, tree: str, config_hash: str) -> Job | None:
+def reusable_job(session: Session, *, tree: str, config_hash: str, attempt: int = 1) -> Job | None:
     """The newest original job (never a copy) on ``tree`` with this configuration whose
-    outcome counts."""
+    outcome counts; ``attempt`` 2 is a confirming rerun (never the first run's own job)."""
     return session.exec(
         select(Job)
         .where(
             Job.tree_sha == tree,
             Job.config_hash == config_hash,
+            Job.attempt == attempt,
             col(Job.reused_from_job_id).is_(None),
             col(Job.status).not_in(list(NOT_REUSABLE_STATES)),
         )
@@ -172,17 +172,139 @@ def results_of_job(session: Session, *, job_id: int) -> list[TestResult]:
 
 
 def runs_of_jobs(session: Session, *, jobs: Sequence[Job]) -> list[IntegrationRun]:
-    """The runs these jobs test, and for baseline jobs every stack run on their base commit."""
+    """The runs these jobs test, and for baseline jobs every run on their base commit."""
     run_ids = {j.integration_run_id for j in jobs if j.integration_run_id is not None}
     base_shas = {j.commit_sha for j in jobs if j.kind == "baseline"}
     runs = list(session.exec(select(IntegrationRun).where(col(IntegrationRun.id).in_(run_ids))))
     if base_shas:
         runs += list(
-            session.exec(
-                select(IntegrationRun).where(
-                    col(IntegrationRun.base_sha).in_(base_shas),
-                    IntegrationRun.kind == RunKind.STACK,
-                )
-            )
+            session.exec(select(IntegrationRun).where(col(IntegrationRun.base_sha).in_(base_shas)))
         )
     return runs
+
+
+# -- the test plan (issue 13) -----------------------------------------------------------------
+
+
+def lock_run(session: Session, *, run_id: int) -> IntegrationRun | None:
+    """The run, locked for this transaction (PostgreSQL; SQLite's writer lock already is), so
+    two planning passes of one run do not both create its next jobs."""
+    statement = select(IntegrationRun).where(IntegrationRun.id == run_id)
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql":
+        statement = statement.with_for_update()
+    return session.exec(statement).first()
+
+
+def first_runs_on_trees(
+    session: Session, *, trees: Sequence[str], config_hashes: Sequence[str]
+) -> list[Job]:
+    """First-attempt jobs (originals) on any of ``trees`` with any of the configurations,
+    finished or not, except those whose outcome says nothing about the tree."""
+    if not trees or not config_hashes:
+        return []
+    return list(
+        session.exec(
+            select(Job)
+            .where(
+                col(Job.tree_sha).in_(list(set(trees))),
+                col(Job.config_hash).in_(list(set(config_hashes))),
+                Job.attempt == 1,
+                col(Job.reused_from_job_id).is_(None),
+                col(Job.status).not_in(list(NOT_REUSABLE_STATES)),
+            )
+            .order_by(col(Job.id))
+        )
+    )
+
+
+def baselines_on(session: Session, *, repo_id: int, commit_sha: str) -> list[Job]:
+    """Every baseline job on a base commit, oldest first, finished or not."""
+    return list(
+        session.exec(
+            select(Job)
+            .where(Job.repo_id == repo_id, Job.kind == "baseline", Job.commit_sha == commit_sha)
+            .order_by(col(Job.id))
+        )
+    )
+
+
+def findings_of_run(session: Session, *, run_id: int) -> list[TestFinding]:
+    return list(
+        session.exec(
+            select(TestFinding)
+            .where(TestFinding.run_id == run_id)
+            .order_by(col(TestFinding.test_set), col(TestFinding.shape), col(TestFinding.nodeid))
+        )
+    )
+
+
+def findings_of_runs(session: Session, *, run_ids: Sequence[int]) -> list[TestFinding]:
+    if not run_ids:
+        return []
+    return list(session.exec(select(TestFinding).where(col(TestFinding.run_id).in_(list(run_ids)))))
+
+
+def replace_findings(session: Session, *, run_id: int, findings: Sequence[TestFinding]) -> bool:
+    """Make the run's findings exactly ``findings`` (matched by test set, shape and node id);
+    True when anything changed."""
+    existing = {(f.test_set, f.shape, f.nodeid): f for f in findings_of_run(session, run_id=run_id)}
+    changed = False
+    wanted = {(f.test_set, f.shape, f.nodeid): f for f in findings}
+    for key, row in existing.items():
+        if key not in wanted:
+            session.delete(row)
+            changed = True
+    for key, new in wanted.items():
+        found = existing.get(key)
+        if found is None:
+            session.add(new)
+            changed = True
+            continue
+        row = found
+        if (row.failure_class, row.pr_number, row.evidence) != (
+            new.failure_class,
+            new.pr_number,
+            new.evidence,
+        ):
+            row.failure_class, row.pr_number, row.evidence = (
+                new.failure_class,
+                new.pr_number,
+                new.evidence,
+            )
+            row.updated_at = utcnow()
+            session.add(row)
+            changed = True
+    return changed
+
+
+def running_per_series(session: Session) -> dict[str, int]:
+    """How many jobs of each series are starting, submitted or running."""
+    rows = session.exec(
+        select(Job.series_key).where(
+            col(Job.series_key).is_not(None),
+            col(Job.status).in_([STARTING, *IN_FLIGHT_STATES]),
+            col(Job.reused_from_job_id).is_(None),
+        )
+    ).all()
+    counts: dict[str, int] = {}
+    for key in rows:
+        if key is not None:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def runs_with_open_findings(session: Session) -> list[int]:
+    """Runs whose plan waits on something (a rerun, a bisection probe, maybe another run's
+    job on the same tree)."""
+    rows = session.exec(
+        select(TestFinding.run_id)
+        .where(col(TestFinding.failure_class).in_(["suspect", "bisecting"]))
+        .distinct()
+    ).all()
+    return sorted(int(r) for r in rows)
+
+
+def copies_or_retries_of(session: Session, *, job_id: int) -> list[Job]:
+    """Jobs that retry this one (an infra result) or confirm it."""
+    return list(session.exec(select(Job).where(Job.retry_of_job_id == job_id)))

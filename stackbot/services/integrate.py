@@ -30,6 +30,7 @@ from stackbot.domain.tasks import ConflictMatrix, Integrate, PollJobs, Report
 from stackbot.domain.types import PrNumber
 from stackbot.errors import BadInput
 from stackbot.services import jobs as job_service
+from stackbot.services import test_plan
 from stackbot.services.integration import RunRequest, run_integration
 from stackbot.services.resources import WorkerResources
 from stackbot.worker.registry import TaskContext, TaskRegistry
@@ -114,12 +115,12 @@ def integrate(
             task.series_key,
         )
         requests = job_service.job_requests(resources.test_sets(), settings)
+        made: list[int] = []
         for plan in planned:
             run_id, reused = _run_once(engine, settings, resources, mirror, target, plan)
             (outcome.reused_runs if reused else outcome.run_ids).append(run_id)
-            why = _create_jobs(engine, run_id, requests, states)
-            if why:
-                outcome.untested[run_id] = why
+            made.append(run_id)
+        outcome.untested.update(test_runs(engine, settings, made, requests, states))
         with session_scope(engine) as session:
             tested = [
                 rid for rid in outcome.run_ids + outcome.reused_runs if rid not in outcome.untested
@@ -133,6 +134,8 @@ def integrate(
                     base_tree=mirror.tree_of(base_sha),
                     requests=requests,
                 )
+        plan_tested_runs(engine, settings, tested)
+        with Session(engine) as session:
             outcome.jobs_created = [
                 j.id for j in jobs_store.jobs_of_runs(session, run_ids=tested) if j.id is not None
             ]
@@ -181,6 +184,56 @@ def _run_once(
         session.add(row)
         assert row.id is not None
         return row.id, False
+
+
+def test_runs(
+    engine: Engine,
+    settings: Settings,
+    run_ids: Sequence[int],
+    requests: Sequence[job_service.JobRequest],
+    states: dict[int, PrState],
+) -> dict[int, str]:
+    """Create the jobs of one integration's runs that the test plan policy tests; returns why
+    each other run gets no jobs."""
+    untested: dict[int, str] = {}
+    chosen = _runs_to_test(engine, run_ids, settings.test_plan_policy)
+    for run_id in run_ids:
+        if run_id not in chosen:
+            untested[run_id] = chosen_elsewhere(settings.test_plan_policy)
+    # The series' jobs first: a stack whose tree equals the series' then reuses them, and the
+    # shared jobs keep the series' place in the queue instead of a stack's.
+    for run_id in chosen:
+        why = _create_jobs(engine, run_id, requests, states)
+        if why:
+            untested[run_id] = why
+    return untested
+
+
+def plan_tested_runs(engine: Engine, settings: Settings, run_ids: Sequence[int]) -> None:
+    """Plan each tested run once its jobs and main's exist: a reused finished result may
+    already call for a rerun or a bisection."""
+    for run_id in run_ids:
+        test_plan.plan_run(
+            engine, run_id, policy=settings.test_plan_policy, infra_retries=settings.infra_retries
+        )
+
+
+def _runs_to_test(engine: Engine, run_ids: Sequence[int], policy: str) -> list[int]:
+    """Which of one integration's runs get jobs under the test plan policy, series first."""
+    with Session(engine) as session:
+        runs = [r for rid in run_ids if (r := integration_store.get_run(session, run_id=rid))]
+        steps = {r.id: integration_store.steps_of(session, run_id=r.id) for r in runs if r.id}
+        chosen = test_plan.tested_runs(runs, steps, policy=policy)
+    ordered = sorted(chosen, key=lambda r: (r.kind != RunKind.SERIES, run_ids.index(r.id or 0)))
+    return [r.id for r in ordered if r.id is not None]
+
+
+def chosen_elsewhere(policy: str) -> str:
+    """Why a stack gets no jobs of its own under ``series-first``."""
+    return (
+        "tested in the series tree (test plan series-first): a failure there is bisected to "
+        "the PR that introduced it"
+    )
 
 
 def _create_jobs(

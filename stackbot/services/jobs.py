@@ -115,6 +115,8 @@ def create_run_jobs(
             tree_sha=run.final_tree,
             commit_sha=run.final_commit,
             config_hash=digest,
+            purpose="tree",
+            series_key=run.series_key,
         )
         if source is not None:
             _copy_outcome(job, source)
@@ -148,6 +150,7 @@ def create_baseline_jobs(
             tree_sha=base_tree,
             commit_sha=base_sha,
             config_hash=digest,
+            purpose="baseline",
         )
         source = reusable_job(session, base_tree, digest)
         if source is not None:
@@ -161,6 +164,11 @@ def create_baseline_jobs(
 def reusable_job(session: Session, tree: str, digest: str) -> Job | None:
     """The original job (never a copy) whose result a job on ``tree`` may take."""
     return jobs_store.reusable_job(session, tree=tree, config_hash=digest)
+
+
+def copy_outcome(job: Job, source: Job) -> None:
+    """Make ``job`` a copy of ``source``'s outcome (now, or when it finishes)."""
+    _copy_outcome(job, source)
 
 
 def _copy_outcome(job: Job, source: Job) -> None:
@@ -200,6 +208,25 @@ class JobBackend:
     test_sets: Mapping[str, TestSet]
     jobs_dir: Path
     node_check: bool
+    # At most this many jobs of one series starting or running (0: no limit).
+    per_series_limit: int = 0
+
+
+# The order queued jobs start in (issue 13): main's baselines first (every comparison needs
+# them), then the trees of series runs, then the reruns that confirm a failure and the infra
+# retries, then bisection steps, lowest prefix first, then single stacks, lowest layer first.
+_PURPOSE_RANK = {"baseline": 0, "tree": 1, "confirm": 2, "retry": 2, "bisect": 3}
+
+
+def queue_priority(job: Job, run: IntegrationRun | None) -> tuple[int, int, int]:
+    rank = _PURPOSE_RANK.get(job.purpose, 1)
+    if job.kind == "baseline":
+        rank = 0
+    layer = job.step_position or 0
+    if run is not None and run.kind == "stack" and job.purpose in ("tree", "confirm", "retry"):
+        rank = 4  # a stack: after the series' own work
+        layer = len(run.heads or {})  # its size: the lowest layer of the series first
+    return (rank, layer, job.id or 0)
 
 
 def advance_jobs(engine: Engine, backend: JobBackend, *, repo_url_of: dict[int, str]) -> Advance:
@@ -213,12 +240,28 @@ def advance_jobs(engine: Engine, backend: JobBackend, *, repo_url_of: dict[int, 
         session.expunge_all()
     for job in in_flight:
         _poll_one(engine, backend.executor, job, advance)
-    # Main's baselines before the trees compared with them: every PR's report needs them.
-    queued.sort(key=lambda job: (job.kind != "baseline", job.id or 0))
+    with Session(engine) as session:
+        runs = {r.id: r for r in jobs_store.runs_of_jobs(session, jobs=queued) if r.id}
+        busy = jobs_store.running_per_series(session)
+        session.expunge_all()
+    queued.sort(key=lambda job: queue_priority(job, runs.get(job.integration_run_id or 0)))
     # Jobs an earlier pass began to start: adopted first (they may run already).
-    for job in [*starting, *queued]:
+    for job in starting:
         if not _submit_one(engine, backend, job, repo_url_of, advance):
             break
+    else:
+        for job in queued:
+            series = job.series_key
+            if (
+                series
+                and backend.per_series_limit
+                and busy.get(series, 0) >= backend.per_series_limit
+            ):
+                continue  # this series holds its share of the nodes; others may go first
+            if not _submit_one(engine, backend, job, repo_url_of, advance):
+                break
+            if series:
+                busy[series] = busy.get(series, 0) + 1
     with Session(engine) as session:
         advance.unfinished = jobs_store.count_unfinished(session)
     return advance
@@ -318,6 +361,7 @@ def _submit_one(
             repo_url=repo_url_of.get(job.repo_id),
             commit=job.commit_sha,
             node_check=backend.node_check,
+            exclude_nodes=tuple(job.excluded_nodes or ()),
         )
         handle = backend.executor.submit(spec, out_dir)
     except StartUnknown as error:  # it may run: neither failed nor queued, adopted later

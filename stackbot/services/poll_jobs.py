@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from stackbot.adapters.git import GitMirror
+from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db import jobs_store
 from stackbot.db.models import Repository
@@ -22,6 +23,7 @@ from stackbot.db.models._columns import utcnow
 from stackbot.domain.integration import RunKind
 from stackbot.domain.tasks import FollowUp, PollJobs, Report
 from stackbot.services import jobs as job_service
+from stackbot.services import test_plan
 from stackbot.worker import queue
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
@@ -42,13 +44,15 @@ def handle_poll_jobs(ctx: TaskContext, task: PollJobs) -> None:
         test_sets=resources.test_sets(),
         jobs_dir=settings.jobs_dir,
         node_check=settings.job_node_check,
+        per_series_limit=settings.max_running_jobs_per_series,
     )
     advance = job_service.advance_jobs(ctx.engine, backend, repo_url_of=repo_urls)
+    planned = replan_after(ctx.engine, advance.finished, settings=settings)
     if advance.changed:
         changed = advance.submitted + advance.started + advance.finished
         for repo, numbers in prs_of_jobs(ctx.engine, changed).items():
             ctx.enqueue_task(Report.of(repo, numbers))
-    if advance.unfinished:
+    if advance.unfinished or planned:
         slurm = settings.executor == "slurm"
         delay = settings.slurm.poll_interval_s if slurm else LOCAL_POLL_INTERVAL_S
         again = FollowUp.of(task)
@@ -60,6 +64,30 @@ def handle_poll_jobs(ctx: TaskContext, task: PollJobs) -> None:
             )
 
         ctx.on_completion(poll_again)
+
+
+def replan_after(engine: Engine, finished: Sequence[int], *, settings: Settings) -> list[int]:
+    """Plan again every tested run whose jobs (or main's) just finished: confirm, bisect,
+    retry (``stackbot.services.test_plan``). Returns the jobs the plans added."""
+    if not finished:
+        return []
+    with Session(engine) as session:
+        jobs = jobs_store.jobs_by_ids(session, job_ids=finished)
+        run_ids = {r.id for r in jobs_store.runs_of_jobs(session, jobs=jobs) if r.id}
+        # Plans that may wait on these jobs' trees from another run (reused results).
+        run_ids |= set(jobs_store.runs_with_open_findings(session))
+    created = test_plan.retry_infra_baselines(
+        engine, finished, infra_retries=settings.infra_retries
+    )
+    for run_id in sorted(run_ids):
+        outcome = test_plan.plan_run(
+            engine,
+            run_id,
+            policy=settings.test_plan_policy,
+            infra_retries=settings.infra_retries,
+        )
+        created.extend(outcome.created)
+    return created
 
 
 def _runner_url(repository: Repository, mirrors_dir: Path) -> str:

@@ -1,0 +1,426 @@
+"""A series tested by stackbot's real test plan and real task queue, with GPU time simulated.
+
+What is real: the database (SQLite or PostgreSQL), the stored integration runs and jobs, the
+policy that chooses which runs are tested (``services.integrate.test_runs``), the planner
+(``services.test_plan``), ``poll_jobs`` run as queued tasks by a real ``Worker``, the job
+creation, reuse and queue order of ``services.jobs``. What is modelled: the integration runs'
+trees (a tree is the set of PR versions merged into it, so identical merges give identical
+trees, as git's do) and the executor (:class:`TimingExecutor`): a job takes its
+configuration's duration on ``shape.nodes`` of a fixed pool of nodes, in simulated seconds,
+and its tests fail as injected (from a layer up; once per tree for a flaky test; every job
+placed on a broken node is ``infra``).
+
+``benchmarks/bench_test_plan.py`` runs it for the figures; ``tests/plan`` for the behaviour.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, update
+from sqlmodel import Session, col, select
+
+from gpu_jobs.executors.base import JobHandle, JobState, PoolBusy
+from gpu_jobs.result import Counts, TestResult
+from gpu_jobs.spec import JobResult, JobSpec
+from gpu_jobs.testsets import TestSet, load_test_sets
+from stackbot.config import Settings
+from stackbot.db import jobs_store
+from stackbot.db.engine import session_scope
+from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Repository, Task, TestFinding
+from stackbot.domain.pipeline import PrState
+from stackbot.domain.tasks import FollowUp, PollJobs, Report
+from stackbot.domain.types import PrNumber
+from stackbot.services import jobs as job_service
+from stackbot.services import poll_jobs
+from stackbot.services.integrate import plan_tested_runs, test_runs
+from stackbot.services.resources import WorkerResources
+from stackbot.worker import queue
+from stackbot.worker.registry import TaskRegistry
+from stackbot.worker.runner import Worker
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+# Simulated minutes per job of each configuration (a real Megatron job: minutes to tens).
+DURATION_S = {
+    ("amax-group", "1x4"): 600.0,
+    ("amax-group", "2x4"): 900.0,
+    ("blockwise-recipe", "1x4"): 300.0,
+}
+FAILING_CONFIG = ("amax-group", "1x4")  # where injected failures live
+SERIES = "#6307"
+BASE_SHA = "b" * 40
+
+
+def _sha(*parts: object) -> str:
+    return hashlib.sha1(repr(parts).encode()).hexdigest()
+
+
+Tree = frozenset[tuple[int, int]]  # (PR, version) merged
+
+
+@dataclass
+class Injected:
+    fail_at: Sequence[int] = ()  # test_fail_K fails in every tree holding PR K
+    flaky_at: Sequence[int] = ()  # test_flaky_K fails on the first run of a tree holding PR K
+    broken_nodes: Sequence[str] = ()  # every job placed there is infra
+
+
+@dataclass
+class _Running:
+    spec: JobSpec
+    layer_tree: Tree
+    nodes: tuple[str, ...]
+    start: float
+    end: float
+    infra: bool
+
+
+@dataclass
+class TimingExecutor:
+    """gpu_jobs' executor interface over simulated time and a pool of nodes."""
+
+    sim: Simulation
+    nodes: tuple[str, ...]
+    kind: str = "local"
+    jobs: dict[str, _Running] = field(default_factory=dict)  # by out_dir
+    runs_of_tree: dict[tuple[Tree, str, str], int] = field(default_factory=dict)
+
+    def _busy(self) -> set[str]:
+        return {n for r in self.jobs.values() if r.end > self.sim.now for n in r.nodes}
+
+    def submit(self, spec: JobSpec, out_dir: Path) -> JobHandle:
+        key = str(out_dir)
+        if key in self.jobs:  # idempotent for an out_dir, like the real executors
+            return self._handle(spec, key)
+        excluded = set(getattr(spec, "exclude_nodes", ()) or ())
+        free = [n for n in self.nodes if n not in self._busy() and n not in excluded]
+        if len(free) < spec.shape.nodes:
+            raise PoolBusy(f"{len(free)} free nodes, {spec.shape.nodes} needed")
+        nodes = tuple(free[: spec.shape.nodes])
+        duration = DURATION_S.get((spec.test_set, str(spec.shape)), 600.0)
+        infra = any(n in self.sim.injected.broken_nodes for n in nodes)
+        if infra:
+            duration = 60.0  # the node check fails before any test runs
+        tree = self.sim.tree_of_commit[spec.commit or ""]
+        self.jobs[key] = _Running(spec, tree, nodes, self.sim.now, self.sim.now + duration, infra)
+        return self._handle(spec, key)
+
+    def _handle(self, spec: JobSpec, out_dir: str) -> JobHandle:
+        return JobHandle("local", spec.job_id, out_dir, {})
+
+    def poll(self, handle: JobHandle) -> JobState:
+        run = self.jobs[handle.out_dir]
+        started = (EPOCH + timedelta(seconds=run.start)).isoformat()
+        if self.sim.now < run.end:
+            return JobState("running", node=",".join(run.nodes), started_at=started)
+        finished = (EPOCH + timedelta(seconds=run.end)).isoformat()
+        return JobState("finished", ",".join(run.nodes), started, finished)
+
+    def collect(self, handle: JobHandle) -> JobResult:
+        run = self.jobs[handle.out_dir]
+        spec = run.spec
+        started = (EPOCH + timedelta(seconds=run.start)).isoformat()
+        finished = (EPOCH + timedelta(seconds=run.end)).isoformat()
+        common: dict[str, Any] = {
+            "test_set": spec.test_set,
+            "shape": str(spec.shape),
+            "commit": spec.commit,
+            "nodes": run.nodes,
+            "started_at": started,
+            "finished_at": finished,
+        }
+        if run.infra:
+            return JobResult(
+                spec.job_id,
+                "infra",
+                f"node check failed on {run.nodes[0]}",
+                node_check="failed",
+                error_of="node",
+                **common,
+            )
+        config = (spec.test_set, str(spec.shape))
+        key = (run.layer_tree, *config)
+        self.runs_of_tree[key] = self.runs_of_tree.get(key, 0) + 1
+        outcomes = self.sim.outcomes(run.layer_tree, config, first=self.runs_of_tree[key] == 1)
+        tests = tuple(
+            TestResult(nodeid, outcome, 1.0, {0: outcome}) for nodeid, outcome in outcomes.items()
+        )
+        counts = Counts.of_tests(outcomes)
+        status = "failed" if counts.failed else "passed"
+        return JobResult(spec.job_id, status, "", counts=counts, tests=tests, **common)
+
+    def cancel(self, handle: JobHandle) -> None:
+        self.jobs.pop(handle.out_dir, None)
+
+    def next_end(self) -> float | None:
+        ends = [r.end for r in self.jobs.values() if r.end > self.sim.now]
+        return min(ends) if ends else None
+
+
+class _Resources(WorkerResources):
+    def __init__(self, settings: Settings, executor: TimingExecutor, sets: dict[str, TestSet]):
+        super().__init__(settings)
+        self._sim_executor = executor
+        self._sim_sets = sets
+
+    def executor(self) -> TimingExecutor:  # type: ignore[override]
+        return self._sim_executor
+
+    def test_sets(self) -> dict[str, TestSet]:
+        return self._sim_sets
+
+
+@dataclass
+class PushResult:
+    series_run: int
+    stack_runs: dict[int, int]
+
+
+class Simulation:
+    """One repository, one linear series of PRs 1..N (plus optional independent PRs that
+    conflict with the series), tested under one policy."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Settings,
+        *,
+        prs: int,
+        injected: Injected | None = None,
+        conflicting: Iterable[int] = (),
+        nodes: int = 8,
+        test_sets: Sequence[str] = ("amax-group", "blockwise-recipe"),
+    ) -> None:
+        self.engine, self.settings = engine, settings
+        self.prs = prs
+        self.injected = injected or Injected()
+        self.conflicting = set(conflicting)
+        self.versions = {n: 1 for n in range(1, prs + 1 + len(self.conflicting))}
+        self.now = 0.0
+        self.tree_of_commit: dict[str, Tree] = {BASE_SHA: frozenset()}
+        self.sets = load_test_sets()
+        self.requests = job_service.job_requests(self.sets, settings, test_sets)
+        self.executor = TimingExecutor(self, tuple(f"gpu-{i:02d}" for i in range(nodes)))
+        registry = TaskRegistry()
+        registry.add_task(PollJobs, poll_jobs.handle_poll_jobs)
+        registry.add_task(Report, lambda ctx, task: None)  # reports are not what is measured
+        resources = _Resources(settings, self.executor, self.sets)
+        self.worker = Worker(engine, settings, registry, resources=resources)
+        with session_scope(engine) as session:
+            repo = Repository(full_name="NVIDIA/Megatron-LM", clone_url="sim://megatron")
+            session.add(repo)
+            session.flush()
+            assert repo.id is not None
+            self.repo_id = repo.id
+
+    def use_policy(self, policy: str) -> None:
+        """Test the next pushes under another policy (the same database and trees)."""
+        self.settings = self.settings.model_copy(update={"test_plan_policy": policy})
+        self.worker.settings = self.settings
+
+    # -- the model of trees and tests --------------------------------------------------------
+
+    def outcomes(self, tree: Tree, config: tuple[str, str], *, first: bool) -> dict[str, str]:
+        tests = {f"tests/unit_tests/test_{config[0]}.py::test_ok": "passed"}
+        if config != FAILING_CONFIG:
+            return tests
+        merged = {pr for pr, _ in tree}
+        for k in self.injected.fail_at:
+            if k in merged:
+                tests[f"tests/unit_tests/test_layer_{k}.py::test_fail_{k}"] = "failed"
+        for k in self.injected.flaky_at:
+            if k in merged:
+                outcome = "failed" if first else "passed"
+                tests[f"tests/unit_tests/test_layer_{k}.py::test_flaky_{k}"] = outcome
+        return tests
+
+    def _tree(self, merged: Tree) -> tuple[str, str]:
+        tree_sha, commit = _sha("tree", sorted(merged)), _sha("commit", sorted(merged))
+        self.tree_of_commit[commit] = merged
+        return tree_sha, commit
+
+    # -- integrations ----------------------------------------------------------------------
+
+    def push(self, pr: int | None = None) -> PushResult:
+        """A push to ``pr`` (None: the series' first integration): the runs stackbot's
+        integrate makes (a stack per PR and the series), the jobs the policy gives them."""
+        if pr is not None:
+            self.versions[pr] += 1
+        chain = list(range(1, self.prs + 1))
+        loners = list(range(self.prs + 1, self.prs + 1 + len(self.conflicting)))
+        series_order = chain + loners
+        with session_scope(self.engine) as session:
+            series_id = self._run(session, "series", series_order, None)
+            stacks = {}
+            for k in chain:
+                stacks[k] = self._run(session, "stack", chain[:k], k)
+            for k in loners:
+                stacks[k] = self._run(session, "stack", [k], k)
+        made = [*stacks.values(), series_id]
+        states = {
+            n: PrState(PrNumber(n), self._head(n), True, frozenset({self._head(n)}))
+            for n in self.versions
+        }
+        untested = test_runs(self.engine, self.settings, made, self.requests, states)
+        tested = [r for r in made if r not in untested]
+        with session_scope(self.engine) as session:
+            job_service.create_baseline_jobs(
+                session,
+                repo_id=self.repo_id,
+                base_ref="main",
+                base_sha=BASE_SHA,
+                base_tree=_sha("tree", []),
+                requests=self.requests,
+            )
+        plan_tested_runs(self.engine, self.settings, tested)
+        return PushResult(series_id, stacks)
+
+    def _head(self, n: int) -> str:
+        return _sha("head", n, self.versions[n])
+
+    def _run(self, session: Session, kind: str, order: Sequence[int], target: int | None) -> int:
+        loners = set(range(self.prs + 1, self.prs + 1 + len(self.conflicting)))
+        merged: set[tuple[int, int]] = set()
+        heads = {str(n): self._head(n) for n in order}
+        name = f"pr-{target}" if kind == "stack" else "series-6307"
+        # A run identical to a stored one (same kind, name and heads) is not made again.
+        same = session.exec(
+            select(IntegrationRun).where(
+                IntegrationRun.repo_id == self.repo_id,
+                IntegrationRun.kind == kind,
+                IntegrationRun.name == name,
+            )
+        ).all()
+        for run in same:
+            if run.heads == heads and run.id is not None:
+                return run.id
+        run = IntegrationRun(
+            repo_id=self.repo_id,
+            kind=kind,
+            name=name,
+            series_key=SERIES,
+            target_pr=target,
+            base_ref="main",
+            base_sha=BASE_SHA,
+            status="clean",
+            heads=heads,
+        )
+        session.add(run)
+        session.flush()
+        assert run.id is not None
+        tree_sha, commit = self._tree(frozenset())
+        for position, n in enumerate(order, 1):
+            conflicts = kind == "series" and n in loners
+            if not conflicts:
+                merged.add((n, self.versions[n]))
+                tree_sha, commit = self._tree(frozenset(merged))
+            session.add(
+                IntegrationStep(
+                    run_id=run.id,
+                    position=position,
+                    pr_number=n,
+                    head_sha=heads[str(n)],
+                    outcome="conflict" if conflicts else "clean",
+                    tree=tree_sha,
+                    commit=commit,
+                    conflicts=[{"path": "megatron/core/x.py", "type": "content"}]
+                    if conflicts
+                    else [],
+                )
+            )
+            if conflicts:
+                run.status = "conflict"
+        run.final_tree, run.final_commit = tree_sha, commit
+        session.add(run)
+        return run.id
+
+    # -- time ----------------------------------------------------------------------------
+
+    def drive(self, *, max_rounds: int = 100_000) -> None:
+        """Run poll_jobs through the queue, moving simulated time to the next job end, until
+        every job is finished and no plan waits."""
+        stalled = 0
+        for _ in range(max_rounds):
+            self._poll_now()
+            self.worker.run_until_idle()
+            with Session(self.engine) as session:
+                unfinished = jobs_store.count_unfinished(session)
+                waiting = jobs_store.runs_with_open_findings(session)
+            if not unfinished and not waiting:
+                return
+            end = self.executor.next_end()
+            if end is not None:
+                self.now = end
+                stalled = 0
+            elif not unfinished:
+                raise AssertionError(f"plans of runs {waiting} wait with no job left")
+            else:
+                stalled += 1
+                if stalled > 50:  # nothing runs and nothing starts: say what waits
+                    raise AssertionError(
+                        f"{unfinished} jobs unfinished with none running: {self._stuck()}"
+                    )
+        raise AssertionError("the simulation did not settle")
+
+    def _stuck(self) -> list[tuple[int | None, str, str | None]]:
+        with Session(self.engine) as session:
+            return [
+                (job.id, job.status, job.series_key)
+                for job in session.exec(select(Job).order_by(col(Job.id)))
+                if job.status not in ("passed", "failed", "error", "infra", "cancelled")
+            ][:20]
+
+    def _poll_now(self) -> None:
+        """Make poll_jobs due now (it reschedules itself a couple of real seconds ahead)."""
+        with session_scope(self.engine) as session:
+            found = session.exec(
+                select(Task).where(Task.kind == "poll_jobs", Task.status == "pending")
+            ).first()
+            if found is None:
+                again = FollowUp.of(PollJobs())
+                queue.enqueue(session, again.kind, again.payload, dedupe_key=again.dedupe_key)
+            else:
+                session.execute(
+                    update(Task)
+                    .where(col(Task.id) == found.id)
+                    .values(run_after=queue.utcnow() - timedelta(seconds=1))
+                )
+
+    # -- what it cost and found -----------------------------------------------------------
+
+    def originals(self) -> list[Job]:
+        with Session(self.engine) as session:
+            jobs = list(
+                session.exec(
+                    select(Job).where(col(Job.reused_from_job_id).is_(None)).order_by(col(Job.id))
+                )
+            )
+            session.expunge_all()
+        return jobs
+
+    def gpu_hours(self) -> float:
+        total = 0.0
+        for run in self.executor.jobs.values():
+            shape = run.spec.shape
+            total += shape.nodes * shape.gpus_per_node * (run.end - run.start)
+        return total / 3600.0
+
+    def findings(self, run_id: int) -> list[TestFinding]:
+        with Session(self.engine) as session:
+            rows = jobs_store.findings_of_run(session, run_id=run_id)
+            session.expunge_all()
+        return rows
+
+    def attributed(self, run_id: int) -> dict[str, int | None]:
+        """Each injected failure's layer → the PR it was attributed to (None: to no PR, as a
+        flaky test must be), read from the series run's findings."""
+        found: dict[str, int | None] = {}
+        for finding in self.findings(run_id):
+            layer = finding.nodeid.rsplit("_", 1)[-1]
+            found[layer] = finding.pr_number if finding.failure_class == "new" else None
+        return found

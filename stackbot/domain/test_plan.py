@@ -1,0 +1,359 @@
+"""The test plan of one integration run's tree (pure decisions, issue 13).
+
+Given a run's merged steps (its *layers*: the tree after each PR was merged, in merge order), the
+configurations tested on it (test set × shape × targets), every job made for it so far and main's
+results, :func:`plan_tree` says which jobs are still wanted and what is known about each failing
+test. It is recomputed from the stored jobs whenever one of them finishes, so it holds no state
+of its own: a job is wanted at most once (its key is the configuration, why it exists and where),
+and a retried or concurrent planning pass wants the same jobs again, never new ones.
+
+For each configuration:
+
+1. The run's final tree is tested (``tree``). An ``infra`` result (the node, not the tests) is
+   retried on another node up to ``infra_retries`` times (``retry``) and never counted.
+2. A test failing there that does not fail on main (it passes on main, or main does not have it)
+   is a *suspect*. Tests failing on main too are ``pre-existing``.
+3. Suspects are confirmed by a rerun of the same tree (``confirm``, attempt 2). A suspect that
+   passes the rerun is ``flaky`` (both jobs are its evidence) and is attributed to no PR.
+4. With ``bisect`` on (the series run under ``series-first``), each confirmed failure is
+   bisected over the prefixes of the merge order: position 0 is main (where it does not fail),
+   the last position is the final tree (where it does); the prefix at the middle is tested
+   (``bisect``, ``step_position`` = how many layers it holds) until two adjacent positions
+   remain, and the failure is ``new``, introduced by the PR of the first failing position.
+   Tests sharing an interval share its probe; a prefix whose tree equals another tested tree
+   costs nothing (the service reuses identical trees' results). Without ``bisect`` (a stack
+   run) a confirmed failure is ``new`` and attributed to the run's target PR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stackbot.domain.types import PrNumber
+
+# A job's test outcomes that count as failing (``flaky`` is gpu_jobs' tolerated failure).
+FAILING = frozenset({"failed", "error"})
+FINISHED = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelled"})
+# Finished results that say nothing about the tree: retried on another node.
+INFRA = frozenset({"infra"})
+
+TREE, CONFIRM, BISECT, RETRY = "tree", "confirm", "bisect", "retry"
+
+NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING = (
+    "new",
+    "pre-existing",
+    "flaky",
+    "suspect",
+    "bisecting",
+)
+FAILURE_CLASSES = (NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING)
+
+
+@dataclass(frozen=True, order=True)
+class Config:
+    """One configuration a tree is tested with (targets only for a PR's own test files)."""
+
+    test_set: str
+    shape: str
+    targets: tuple[str, ...] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.test_set} {self.shape}"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """The tree after one merged step of the run (position 1 is the first PR merged)."""
+
+    position: int
+    pr: PrNumber
+    tree: str
+
+
+@dataclass(frozen=True)
+class JobFact:
+    """What the planner needs to know of one job made for the run."""
+
+    id: int
+    config: Config
+    purpose: str  # tree | confirm | bisect | retry
+    step_position: int | None  # None: the run's final tree
+    attempt: int
+    status: str  # queued ... passed | failed | error | timeout | infra | cancelled
+    tests: Mapping[str, str] = field(default_factory=dict)  # nodeid -> outcome, once finished
+    node: str | None = None
+    retry_of: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+@dataclass(frozen=True)
+class WantedJob:
+    config: Config
+    purpose: str
+    step_position: int | None
+    attempt: int
+    retry_of: int | None = None
+    excluded_nodes: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.config, self.purpose, self.step_position, self.attempt, self.retry_of)
+
+
+@dataclass(frozen=True)
+class Finding:
+    config: Config
+    nodeid: str
+    failure_class: str
+    pr: PrNumber | None = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TreePlan:
+    wanted: list[WantedJob] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    # Configurations whose conclusion is still open (a job or a rerun is pending).
+    open_configs: list[Config] = field(default_factory=list)
+    # Configurations whose result is infra after every retry: no test result at all.
+    infra_configs: list[Config] = field(default_factory=list)
+
+    @property
+    def final(self) -> bool:
+        return not self.open_configs
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """A (config, position, attempt) slot's effective result after its infra retries."""
+
+    state: str  # pending | infra | done
+    tests: Mapping[str, str]
+    job_ids: tuple[int, ...]
+
+
+def plan_tree(
+    *,
+    layers: Sequence[Layer],
+    configs: Sequence[Config],
+    jobs: Sequence[JobFact],
+    main: Mapping[Config, Mapping[str, str] | None],
+    bisect: bool,
+    target_pr: PrNumber | None = None,
+    infra_retries: int = 2,
+    results_by_tree: Mapping[tuple[str, Config], Mapping[str, str] | None] | None = None,
+) -> TreePlan:
+    """The jobs still wanted for a run's tree and the findings about its failing tests.
+
+    ``main`` maps each configuration to main's test outcomes (None: main's job is not finished;
+    an absent configuration: main has no result, so every failing test is a suspect).
+    ``results_by_tree`` holds results already known for (tree, configuration) elsewhere (other
+    runs, earlier pushes; None: that job still runs): a prefix with a known result is not
+    tested again, one whose job runs elsewhere is waited for."""
+    plan = TreePlan()
+    slots = _Slots(jobs, infra_retries, plan)
+    known = results_by_tree or {}
+    for config in configs:
+        _plan_config(plan, slots, known, layers, config, main, bisect, target_pr)
+    return plan
+
+
+class _Slots:
+    """Jobs grouped by what they test: (config, position, attempt), with their retries."""
+
+    def __init__(self, jobs: Sequence[JobFact], infra_retries: int, plan: TreePlan) -> None:
+        self.retries = infra_retries
+        self.plan = plan
+        self.by_slot: dict[tuple[Config, int | None, int], list[JobFact]] = {}
+        for job in sorted(jobs, key=lambda j: j.id):
+            self.by_slot.setdefault((job.config, job.step_position, job.attempt), []).append(job)
+
+    def outcome(
+        self, config: Config, position: int | None, attempt: int, purpose: str
+    ) -> _Outcome | None:
+        """The slot's result; None when no job exists for it yet (the caller wants one)."""
+        chain = self.by_slot.get((config, position, attempt))
+        if not chain:
+            return None
+        ids = tuple(j.id for j in chain)
+        last = chain[-1]
+        if not last.finished:
+            return _Outcome("pending", {}, ids)
+        if last.status not in INFRA:
+            return _Outcome("done", dict(last.tests), ids)
+        retries = sum(1 for j in chain if j.purpose == RETRY)
+        if retries >= self.retries:
+            return _Outcome("infra", {}, ids)
+        nodes = tuple(sorted({n for j in chain for n in _nodes(j.node)}))
+        self.plan.wanted.append(
+            WantedJob(config, RETRY, position, attempt, retry_of=last.id, excluded_nodes=nodes)
+        )
+        return _Outcome("pending", {}, ids)
+
+
+def _nodes(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def _failing(tests: Mapping[str, str]) -> set[str]:
+    return {nodeid for nodeid, outcome in tests.items() if outcome in FAILING}
+
+
+def _plan_config(
+    plan: TreePlan,
+    slots: _Slots,
+    known: Mapping[tuple[str, Config], Mapping[str, str] | None],
+    layers: Sequence[Layer],
+    config: Config,
+    main: Mapping[Config, Mapping[str, str] | None],
+    bisect: bool,
+    target_pr: PrNumber | None,
+) -> None:
+    first = slots.outcome(config, None, 1, TREE)
+    if first is None:
+        plan.wanted.append(WantedJob(config, TREE, None, 1))
+        plan.open_configs.append(config)
+        return
+    if first.state == "pending":
+        plan.open_configs.append(config)
+        return
+    if first.state == "infra":
+        plan.infra_configs.append(config)
+        return
+    failing = _failing(first.tests)
+    if not failing:
+        return
+    if config in main and main[config] is None:
+        plan.open_configs.append(config)  # main's result decides what is pre-existing
+        return
+    on_main = main.get(config) or {}
+    pre_existing = sorted(n for n in failing if on_main.get(n) in FAILING)
+    for nodeid in pre_existing:
+        plan.findings.append(
+            Finding(config, nodeid, PRE_EXISTING, evidence={"jobs": list(first.job_ids)})
+        )
+    suspects = sorted(failing - set(pre_existing))
+    if not suspects:
+        return
+    rerun = slots.outcome(config, None, 2, CONFIRM)
+    if rerun is None or rerun.state != "done":
+        if rerun is None:
+            plan.wanted.append(WantedJob(config, CONFIRM, None, 2))
+        evidence = {"jobs": list(first.job_ids + (rerun.job_ids if rerun else ()))}
+        if rerun is not None and rerun.state == "infra":
+            note = "the rerun could not run (infra); not confirmed"
+            for nodeid in suspects:
+                plan.findings.append(
+                    Finding(config, nodeid, SUSPECT, evidence={**evidence, "note": note})
+                )
+            return
+        plan.open_configs.append(config)
+        for nodeid in suspects:
+            plan.findings.append(
+                Finding(config, nodeid, SUSPECT, evidence={**evidence, "note": "rerun pending"})
+            )
+        return
+    both = list(first.job_ids + rerun.job_ids)
+    confirmed = sorted(n for n in suspects if rerun.tests.get(n) in FAILING)
+    for nodeid in suspects:
+        if nodeid not in confirmed:
+            plan.findings.append(
+                Finding(
+                    config,
+                    nodeid,
+                    FLAKY,
+                    evidence={
+                        "jobs": both,
+                        "failed_in": list(first.job_ids[-1:]),
+                        "passed_in": list(rerun.job_ids[-1:]),
+                    },
+                )
+            )
+    if not confirmed:
+        return
+    if not bisect or len(layers) <= 1:
+        pr = target_pr if not bisect or not layers else layers[-1].pr
+        for nodeid in confirmed:
+            plan.findings.append(
+                Finding(
+                    config,
+                    nodeid,
+                    NEW,
+                    pr=pr,
+                    evidence={"jobs": both, "fails_at": len(layers), "passes_at": 0},
+                )
+            )
+        return
+    _bisect(plan, slots, known, layers, config, confirmed, both)
+
+
+def _bisect(
+    plan: TreePlan,
+    slots: _Slots,
+    known: Mapping[tuple[str, Config], Mapping[str, str] | None],
+    layers: Sequence[Layer],
+    config: Config,
+    confirmed: Sequence[str],
+    confirm_jobs: list[int],
+) -> None:
+    """Narrow each confirmed failure to the first prefix that fails it."""
+    n = len(layers)
+    probes: dict[int, _Outcome | None] = {}
+
+    def at(position: int) -> _Outcome | None:
+        if position not in probes:
+            tree = layers[position - 1].tree
+            if (tree, config) in known:
+                elsewhere = known[(tree, config)]
+                state = "pending" if elsewhere is None else "done"
+                probes[position] = _Outcome(state, elsewhere or {}, ())
+            elif tree == layers[-1].tree:  # the same tree as the final one: it fails
+                probes[position] = _Outcome("done", {nodeid: "failed" for nodeid in confirmed}, ())
+            else:
+                probes[position] = slots.outcome(config, position, 1, BISECT)
+        return probes[position]
+
+    waiting = False
+    wanted_positions: set[int] = set()
+    for nodeid in confirmed:
+        lo, hi, used = 0, n, list(confirm_jobs)
+        state = "done"
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            probe = at(mid)
+            if probe is None:
+                wanted_positions.add(mid)
+                state = "bisecting"
+                break
+            used.extend(probe.job_ids)
+            if probe.state == "pending":
+                state = "bisecting"
+                break
+            if probe.state == "infra":  # no answer at this prefix: narrow no further
+                state = "infra"
+                break
+            if probe.tests.get(nodeid) in FAILING:
+                hi = mid
+            else:
+                lo = mid
+        evidence: dict[str, Any] = {"jobs": sorted(set(used)), "passes_at": lo, "fails_at": hi}
+        if state == "bisecting":
+            waiting = True
+            plan.findings.append(Finding(config, nodeid, BISECTING, evidence=evidence))
+        elif state == "infra":
+            evidence["note"] = f"bisection stopped: the prefix of {hi - 1} PRs could not be tested"
+            plan.findings.append(Finding(config, nodeid, NEW, pr=None, evidence=evidence))
+        else:
+            plan.findings.append(
+                Finding(config, nodeid, NEW, pr=layers[hi - 1].pr, evidence=evidence)
+            )
+    for position in sorted(wanted_positions):
+        plan.wanted.append(WantedJob(config, BISECT, position, 1))
+    if waiting:
+        plan.open_configs.append(config)
