@@ -122,6 +122,9 @@ class PortResult:
     commit: Sha | None
     message: str | None
     ref_name: str | None = None
+    # With conflicts: merge-tree's tree, the conflicting files holding conflict markers (what the
+    # bot's draft pull request carries); never written by the CLI.
+    conflicted_tree: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -207,24 +210,26 @@ def render_port(result: PortResult) -> str:
     return "\n".join(lines)
 
 
-def port_reply(result: PortResult, *, pushed_branch: str | None) -> str:
+def port_reply(
+    result: PortResult, *, pushed_branch: str | None, draft_pr: int | None = None
+) -> str:
     """The bot's answer to ``/stackbot port <branch>``."""
     head = (
         f"**stackbot port** of #{result.pr} (`{result.upstream_base[:7]}..{result.head[:7]}`) "
         f"onto `{result.onto_ref}` (`{result.onto[:7]}`): "
     )
     if result.commit is None:
-        lines = [head + "conflicts; no commit was written.", ""]
-        for conflicted in result.conflicts:
-            lines.append(f"- `{conflicted.conflict.path}` ({conflicted.conflict.kind})")
-            for line, ours, theirs in conflicted.hunks[:5]:
-                lines += [f"  at line {line}:", "  ```"]
-                lines.append(f"  <<<<<<< {result.onto_ref}")
-                lines += [f"  {_fenced(text)}" for text in ours[:10]]
-                lines.append("  =======")
-                lines += [f"  {_fenced(text)}" for text in theirs[:10]]
-                lines += [f"  >>>>>>> #{result.pr}", "  ```"]
-        lines += ["", "Port the conflicting files by hand, or retry once the branch has moved."]
+        if draft_pr is not None:
+            lines = [
+                head + f"conflicts; opened draft pull request #{draft_pr} from "
+                f"`{pushed_branch}` with the conflicting files marked, to resolve there.",
+                "",
+            ]
+        else:
+            lines = [head + "conflicts; no commit was written.", ""]
+        lines += conflict_lines(result)
+        if draft_pr is None:
+            lines += ["", "Port the conflicting files by hand, or retry once the branch has moved."]
         return "\n".join(lines)
     lines = [
         head + "every file applied.",
@@ -240,6 +245,59 @@ def port_reply(result: PortResult, *, pushed_branch: str | None) -> str:
             f"`{result.onto_ref}`."
         )
     return "\n".join(lines)
+
+
+def conflict_lines(result: PortResult) -> list[str]:
+    """The conflicting paths with their first hunks (branch side first), as Markdown."""
+    lines: list[str] = []
+    for conflicted in result.conflicts:
+        lines.append(f"- `{conflicted.conflict.path}` ({conflicted.conflict.kind})")
+        for line, ours, theirs in conflicted.hunks[:5]:
+            lines += [f"  at line {line}:", "  ```"]
+            lines.append(f"  <<<<<<< {result.onto_ref}")
+            lines += [f"  {_fenced(text)}" for text in ours[:10]]
+            lines.append("  =======")
+            lines += [f"  {_fenced(text)}" for text in theirs[:10]]
+            lines += [f"  >>>>>>> #{result.pr}", "  ```"]
+    return lines
+
+
+def draft_port_message(
+    result: PortResult, *, subject: str, base_short: str, head_short: str
+) -> str:
+    """The commit of a conflicting port's draft branch: merge-tree's result with the conflict
+    markers left in, the conflicting paths listed, and the port's trailers."""
+    title = f"Draft port #{result.pr} to {result.onto_ref}: {subject}".strip()
+    if len(title) > 72:
+        title = title[:71] + "…"
+    intro = (
+        f"Port of #{result.pr} at {head_short} (upstream base {base_short}) onto "
+        f"{result.onto_ref}, applied with git merge-tree. These files conflict and hold "
+        "conflict markers (<<<<<<< branch / >>>>>>> PR) to resolve before this can merge:"
+    )
+    paths = [f"- {c.conflict.path} ({c.conflict.kind})" for c in result.conflicts]
+    trailers = [
+        f"Upstream-PR: #{result.pr}",
+        f"Upstream-Base: {base_short}",
+        f"Upstream-Head: {head_short}",
+    ]
+    return "\n".join([title, "", *textwrap.wrap(intro, 72), "", *paths, "", *trailers]) + "\n"
+
+
+def draft_port_body(result: PortResult) -> str:
+    """The description of a conflicting port's draft pull request."""
+    lines = [
+        f"Draft port of #{result.pr} (`{result.upstream_base[:7]}..{result.head[:7]}`) onto "
+        f"`{result.onto_ref}` (`{result.onto[:7]}`), opened by stackbot because "
+        f"{len(result.conflicts)} file(s) conflict. The branch holds every file of the port, "
+        "the conflicting ones with conflict markers: resolve them, push, and mark the pull "
+        "request ready for review.",
+        "",
+        "Conflicts:",
+        "",
+        *conflict_lines(result),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _fenced(text: str) -> str:

@@ -79,7 +79,18 @@ def port(
             )
             for c in real
         )
-        return PortResult(request.pr, base, head, onto, request.onto_ref, (), conflicts, None, None)
+        return PortResult(
+            request.pr,
+            base,
+            head,
+            onto,
+            request.onto_ref,
+            (),
+            conflicts,
+            None,
+            None,
+            conflicted_tree=merged.tree,
+        )
     tree = merged.tree
     tracker = allowlist or TreeAllowlist(repo)
     rewrite = tracker.rewrite_merge(tree, onto_tree, head_tree)

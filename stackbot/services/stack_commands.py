@@ -12,7 +12,9 @@ written by the author; otherwise the reply names the result.
 
 Port: vetters. The PR's change from its merge base with its base branch is applied onto the
 branch; a clean port is pushed as a new branch ``stackbot/port-<N>-<branch>`` and the reply shows
-its commit message; a conflicting port writes nothing and the reply lists the conflicts.
+its commit message. A conflicting port is pushed to that branch as one commit holding merge-tree's
+result (the conflicting files with conflict markers) and opened as a draft pull request into the
+branch whose description lists the conflicts and their hunks; the reply names it.
 """
 
 from __future__ import annotations
@@ -22,18 +24,19 @@ import re
 
 from stackbot.adapters.git import GitMirror, PushUpdate
 from stackbot.adapters.git_maintenance import shared_use
+from stackbot.adapters.git_replay import read_commit, short_sha, write_commit
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.domain.commands import Port, Restack
-from stackbot.domain.port import port_reply
+from stackbot.domain.port import PortResult, draft_port_body, draft_port_message, port_reply
 from stackbot.domain.records import PrRecord
 from stackbot.domain.restack import restack_reply
 from stackbot.domain.retarget import RETARGET_MARKER
 from stackbot.domain.tasks import PortPr, PrCommand, RestackPr, SyncPull, TaskPayload
-from stackbot.domain.types import PrNumber, Sha
+from stackbot.domain.types import PrNumber, Sha, TreeSha
 from stackbot.services.port import PortRequest, port
-from stackbot.services.restack import RestackRequest, restack
+from stackbot.services.restack import COMMITTER, RestackRequest, restack
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 log = logging.getLogger(__name__)
@@ -157,16 +160,69 @@ def handle_port_pr(ctx: TaskContext, task: PortPr) -> None:
             allowlist=ctx.services.allowlist(mirror),
         )
     pushed = None
+    draft_pr: int | None = None
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", task.branch).strip("-.")
+    branch = f"stackbot/port-{task.number}-{slug}"
     if result.commit and result.ref_name:
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", task.branch).strip("-.")
-        pushed = f"stackbot/port-{task.number}-{slug}"
-        existing = mirror.try_rev_parse(f"refs/stackbot/pushed-port/{pushed}")
-        if existing != result.commit:
-            mirror.push("origin", [PushUpdate(result.ref_name, pushed, existing)])
-            mirror.update_refs({f"refs/stackbot/pushed-port/{pushed}": result.commit})
+        pushed = branch
+        _push_port(mirror, branch, result.commit, result.ref_name)
+    elif result.conflicted_tree is not None:
+        pushed = branch
+        draft_pr = ctx.state.get("draft_pr")
+        if draft_pr is None:
+            draft_pr = _open_draft_port(client, mirror, task, branch, result)
+            ctx.save_state({"draft_pr": draft_pr})
     if not ctx.state.get("replied"):
-        client.create_comment(task.repo, task.number, port_reply(result, pushed_branch=pushed))
-        ctx.save_state({"replied": True})
+        reply = port_reply(result, pushed_branch=pushed, draft_pr=draft_pr)
+        client.create_comment(task.repo, task.number, reply)
+        ctx.save_state({"replied": True, "draft_pr": draft_pr})
+
+
+def _push_port(mirror: GitMirror, branch: str, commit: Sha, ref_name: str) -> None:
+    """Push ``commit`` to ``branch``, lease-protected by what stackbot pushed there last."""
+    existing = mirror.try_rev_parse(f"refs/stackbot/pushed-port/{branch}")
+    if existing != commit:
+        mirror.push("origin", [PushUpdate(ref_name, branch, existing)])
+        mirror.update_refs({f"refs/stackbot/pushed-port/{branch}": commit})
+
+
+def _open_draft_port(
+    client: GitHubPort, mirror: GitMirror, task: PortPr, branch: str, result: PortResult
+) -> int:
+    """Push the conflicting port (conflict markers in) to ``branch`` and open, or reuse, the
+    draft pull request from it into the target branch; its number."""
+    assert result.conflicted_tree is not None
+    info = read_commit(mirror, result.head)
+    message = draft_port_message(
+        result,
+        subject=info.subject,
+        base_short=short_sha(mirror, result.upstream_base),
+        head_short=short_sha(mirror, result.head),
+    )
+    stamp = max(mirror.commit_time(result.onto), mirror.commit_time(result.head))
+    commit = write_commit(
+        mirror,
+        TreeSha(result.conflicted_tree),
+        [result.onto],
+        info.author,
+        f"{COMMITTER} {stamp} +0000",
+        message,
+    )
+    ref_name = f"refs/stackbot/port-draft/{branch}"
+    mirror.update_refs({ref_name: commit})
+    _push_port(mirror, branch, commit, ref_name)
+    for pull in client.list_open_pulls(task.repo):
+        if pull.head_ref == branch and pull.base_ref == task.branch:
+            return pull.number
+    title = f"[draft port] #{task.number} to {task.branch}: {info.subject}".strip()
+    return client.create_pull(
+        task.repo,
+        head=branch,
+        base=task.branch,
+        title=title[:256],
+        body=draft_port_body(result),
+        draft=True,
+    )
 
 
 def register_tasks(registry: TaskRegistry) -> None:

@@ -1,4 +1,5 @@
-"""Where a PR points: ``pulls/update`` (``PATCH /repos/{owner}/{repo}/pulls/{pull_number}``:
+"""Where a PR points: ``pulls/create`` (``POST /repos/{owner}/{repo}/pulls``: head, base, title,
+body, draft), ``pulls/update`` (``PATCH /repos/{owner}/{repo}/pulls/{pull_number}``:
 title, body, state, base) and what GitHub does to PRs when a branch is deleted.
 
 GitHub closes every open pull request whose *base* branch is deleted, and a PR closed this way
@@ -18,6 +19,7 @@ from fastapi.responses import JSONResponse
 from stackbot.standin import deliveries, hosting, payloads
 from stackbot.standin.auth import StandinHTTPError, not_found, require_write, unprocessable
 from stackbot.standin.http import JsonBody, body_field, caller_of, json_response, lookup_repo
+from stackbot.standin.shapes import ensure_user
 from stackbot.standin.shapes_pulls import pull_json
 from stackbot.standin.state import Pull, Repo, StandinState
 
@@ -104,7 +106,69 @@ def update_pull(
     return events
 
 
+def create_pull(
+    state: StandinState, repo: Repo, body: dict[str, Any] | None, sender: str
+) -> tuple[Pull, list[Event]]:
+    """Open a PR from a ``pulls/create`` body as GitHub does (422 for a missing branch, a head
+    with no commits over its base, or an open PR of the same head and base); the caller holds the
+    lock."""
+    head = body_field(body, "head", str, required=True)
+    base = body_field(body, "base", str, required=True)
+    title = body_field(body, "title", str, required=True)
+    text = body_field(body, "body", str)
+    draft = body_field(body, "draft", bool)
+    head = head.split(":", 1)[-1]  # "owner:branch": only same-repository heads here
+    base_sha = hosting.resolve(repo.bare_path, f"refs/heads/{base}")
+    if base_sha is None:
+        raise unprocessable(f"base branch '{base}' was not found", field_name="base")
+    head_sha = hosting.resolve(repo.bare_path, f"refs/heads/{head}")
+    if head_sha is None:
+        raise unprocessable(f"head branch '{head}' was not found", field_name="head")
+    if hosting.is_ancestor(repo.bare_path, head_sha, base_sha):
+        raise unprocessable(f"No commits between {base} and {head}", code="custom")
+    if any(
+        p.state == "open" and p.head_ref == head and p.base_ref == base for p in repo.pulls.values()
+    ):
+        raise unprocessable(
+            f"A pull request already exists for {repo.owner}:{head}.", code="custom"
+        )
+    ensure_user(state, sender)
+    now = state.now()
+    number = repo.next_number()
+    pull = Pull(
+        number,
+        state.new_id(),
+        title,
+        text,
+        sender,
+        head,
+        head_sha,
+        base,
+        base_sha,
+        now,
+        now,
+        draft=bool(draft),
+    )
+    repo.pulls[number] = pull
+    hosting.update_ref(repo.bare_path, f"refs/pull/{number}/head", head_sha)
+    event = payloads.pull_request_event(state, repo, pull, "opened", sender)
+    return pull, [("pull_request", event, repo.full_name)]
+
+
 def register(app: FastAPI, state: StandinState) -> None:
+    @app.post("/repos/{owner}/{name}/pulls")
+    def create_pull_route(
+        owner: str, name: str, request: Request, body: JsonBody = None
+    ) -> JSONResponse:
+        with state.lock:
+            repo = lookup_repo(state, request, owner, name)
+            caller = caller_of(request)
+            require_write(state, caller, repo, app_permission="pull_requests")
+            pull, events = create_pull(state, repo, body, caller.login or "ghost")
+            answer = pull_json(state, repo, pull)
+        send(state, events)
+        return json_response(answer, 201)
+
     @app.patch("/repos/{owner}/{name}/pulls/{number}")
     def update_pull_route(
         owner: str, name: str, number: int, request: Request, body: JsonBody = None
@@ -122,4 +186,11 @@ def register(app: FastAPI, state: StandinState) -> None:
         return json_response(answer)
 
 
-__all__ = ["StandinHTTPError", "close_pulls_based_on", "register", "send", "update_pull"]
+__all__ = [
+    "StandinHTTPError",
+    "close_pulls_based_on",
+    "create_pull",
+    "register",
+    "send",
+    "update_pull",
+]

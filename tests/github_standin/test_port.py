@@ -91,6 +91,7 @@ def test_the_port_lists_what_the_services_call() -> None:
         "create_check_run",
         "create_comment",
         "create_commit_status",
+        "create_pull",
         "edit_comment",
         "get_pull",
         "is_org_member",

@@ -24,6 +24,7 @@ EXTRA_OPERATIONS = {
     "pull-request-stacks/create",
     "repos/get",
     "pulls/update",  # retargeting a child PR (issue 15)
+    "pulls/create",  # the draft pull request of a conflicting port (issue 15)
 }
 
 Call = Callable[[Scene], httpx.Response]
@@ -38,7 +39,18 @@ def _force_update_ref(s: Scene) -> httpx.Response:
     )
 
 
+def _create_draft_pull(s: Scene) -> httpx.Response:
+    s.world.control.commit(
+        s.world.repo, "port-draft", {"port.txt": "x\n"}, message="port", author="bob"
+    )
+    return s.bot.post(
+        f"{s.repo_path}/pulls",
+        json={"head": "port-draft", "base": "main", "title": "Port", "body": "b", "draft": True},
+    )
+
+
 SCENARIOS: dict[str, tuple[int, Call]] = {
+    "pulls/create": (201, _create_draft_pull),
     "pulls/get": (200, lambda s: s.user.get(f"{s.repo_path}/pulls/{s.bottom}")),
     "pulls/list": (200, lambda s: s.user.get(f"{s.repo_path}/pulls", params={"state": "all"})),
     "pulls/list-commits": (200, lambda s: s.user.get(f"{s.repo_path}/pulls/{s.top}/commits")),
@@ -202,6 +214,21 @@ def _stack_two_more(s: Scene) -> httpx.Response:
 
 
 ERROR_SCENARIOS: dict[str, list[tuple[int, Call]]] = {
+    "pulls/create": [
+        (
+            422,
+            lambda s: s.bot.post(
+                f"{s.repo_path}/pulls", json={"head": "no-such", "base": "main", "title": "x"}
+            ),
+        ),
+        # the head of an open PR into the same base: "A pull request already exists"
+        (
+            422,
+            lambda s: s.bot.post(
+                f"{s.repo_path}/pulls", json={"head": "amax-group", "base": "main", "title": "x"}
+            ),
+        ),
+    ],
     "pulls/get": [(404, lambda s: s.user.get(f"{s.repo_path}/pulls/9999"))],
     "pulls/list": [(422, lambda s: s.user.get(f"{s.repo_path}/pulls", params={"state": "merged"}))],
     "pulls/update": [

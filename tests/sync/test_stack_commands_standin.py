@@ -87,7 +87,7 @@ def test_restack_without_leave_to_push_only_reports(stack_pipeline: Pipeline) ->
     assert note.endswith("None any more: this pull request holds only its own commits.")
 
 
-def test_port_to_a_branch_pushes_a_commit_with_trailers_or_lists_conflicts(
+def test_port_to_a_branch_pushes_a_commit_with_trailers_or_opens_a_draft_pr_on_conflict(
     stack_pipeline: Pipeline,
 ) -> None:
     pipeline = stack_pipeline
@@ -119,14 +119,45 @@ def test_port_to_a_branch_pushes_a_commit_with_trailers_or_lists_conflicts(
         trailers
         == f"Upstream-PR: #{number}\nUpstream-Base: {main[:7]}\nUpstream-Head: {head[:7]}\n"
     )
-    # dev writes the same file differently: the port conflicts and writes nothing.
+    # dev writes the same file differently: the port conflicts; the bot opens a draft pull
+    # request into dev from the port branch, the conflicting file holding conflict markers.
     control.commit(repo, "dev", {"carol/feat/0.txt": "dev's\n"}, message="dev", author="bob")
+    dev = bare_git(pipeline, "rev-parse", "refs/heads/dev").strip()
     control.comment(repo, number, "dave", "/stackbot port dev")
     pipeline.deliver()
     answer = [c.body for c in pipeline.replies(number)][-1]
     assert answer.startswith(f"**stackbot port** of #{number}")
-    assert "conflicts; no commit was written." in answer
-    assert (
+    hunk = (
         "- `carol/feat/0.txt` (contents)\n  at line 1:\n  ```\n  <<<<<<< dev\n  dev's\n"
-        "  =======\n  carol 0\n  >>>>>>> #1\n  ```"
+        f"  =======\n  carol 0\n  >>>>>>> #{number}\n  ```"
+    )
+    assert hunk in answer
+    drafts = [p for p in control.repo(repo).pulls.values() if p.head_ref == branch]
+    [draft] = drafts
+    assert (draft.draft, draft.state, draft.base_ref) == (True, "open", "dev")
+    assert draft.author.endswith("[bot]")
+    assert (
+        f"conflicts; opened draft pull request #{draft.number} from `{branch}` with the "
+        "conflicting files marked, to resolve there."
     ) in answer
+    assert draft.body is not None and hunk in draft.body
+    assert draft.body.startswith(f"Draft port of #{number} (")
+    drafted = bare_git(pipeline, "rev-parse", f"refs/heads/{branch}").strip()
+    assert bare_git(pipeline, "rev-parse", f"{drafted}^").strip() == dev
+    marked = bare_git(pipeline, "show", f"{drafted}:carol/feat/0.txt")
+    assert marked.startswith("<<<<<<< ") and "dev's\n=======\ncarol 0\n>>>>>>> " in marked
+    message = bare_git(pipeline, "log", "-1", "--format=%B", drafted)
+    assert "- carol/feat/0.txt (contents)\n" in message
+    trailers = bare_git(pipeline, "interpret-trailers", "--parse", stdin=message)
+    assert (
+        trailers
+        == f"Upstream-PR: #{number}\nUpstream-Base: {main[:7]}\nUpstream-Head: {head[:7]}\n"
+    )
+    # Asked again, the bot answers with the same draft pull request instead of a second one.
+    control.comment(repo, number, "dave", "/stackbot port dev")
+    pipeline.deliver()
+    answer = [c.body for c in pipeline.replies(number)][-1]
+    assert f"opened draft pull request #{draft.number} from `{branch}`" in answer
+    assert [p.number for p in control.repo(repo).pulls.values() if p.head_ref == branch] == [
+        draft.number
+    ]

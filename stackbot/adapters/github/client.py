@@ -212,6 +212,18 @@ class GitHubClient:
     def get_stack(self, repo: str, stack_number: int) -> StackRecord:
         return convert.stack_record(self._get(f"{_repo_path(repo)}/stacks/{int(stack_number)}"))
 
+    def create_pull(
+        self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False
+    ) -> int:
+        """Open a pull request from branch ``head`` into ``base`` (``pulls/create``); returns
+        its number."""
+        data = self._write(
+            "POST",
+            f"{_repo_path(repo)}/pulls",
+            {"head": head, "base": base, "title": title, "body": body, "draft": draft},
+        )
+        return int(data["number"])
+
     def update_pull_base(self, repo: str, number: int, base: str) -> None:
         """Change PR ``number``'s base branch (``pulls/update``)."""
         self._write("PATCH", f"{_repo_path(repo)}/pulls/{int(number)}", {"base": base})

@@ -36,6 +36,12 @@ class GitHubPort(Protocol):
         """The PR's commits, oldest first."""
         ...
 
+    def create_pull(
+        self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False
+    ) -> int:
+        """Open a pull request from branch ``head`` into ``base``; returns its number."""
+        ...
+
     def update_pull_base(self, repo: str, number: int, base: str) -> None:
         """Change PR ``number``'s base branch."""
         ...
