@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from typing import Any
 
@@ -67,6 +68,9 @@ def _run(args: argparse.Namespace) -> int:
     ):
         result = port(mirror, request, allowlist=allowlist, progress=_say)
     print(json.dumps(result.to_json(), indent=2) if args.json else render_port(result))
+    if not args.json and result.ref_name:
+        # The commit is in stackbot's mirror, not in --repo: say how to bring it over.
+        print(f"to fetch it: git fetch {shlex.quote(str(mirror.git_dir))} {result.ref_name}")
     return result.exit_code
 
 

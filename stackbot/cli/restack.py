@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from typing import Any
 
@@ -68,6 +69,9 @@ def _run(args: argparse.Namespace) -> int:
     ):
         result = restack(mirror, request, allowlist=allowlist, progress=_say)
     print(json.dumps(result.to_json(), indent=2) if args.json else render_restack(result))
+    if not args.json and result.ref_name:
+        # The commit is in stackbot's mirror, not in --repo: say how to bring it over.
+        print(f"to fetch it: git fetch {shlex.quote(str(mirror.git_dir))} {result.ref_name}")
     return result.exit_code
 
 

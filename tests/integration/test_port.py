@@ -5,6 +5,7 @@ regenerated), one with a conflict, and the trailers read back by ``git interpret
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -149,6 +150,23 @@ def test_a_port_onto_an_unchanged_branch_is_verbatim(
     assert {f["outcome"] for f in result["files"] if f["path"] != ALLOWLIST} == {"verbatim"}
     tree = mirror_git(tmp_path, "rev-parse", f"{result['commit']}^{{tree}}").strip()
     assert tree == mirror_git(tmp_path, "rev-parse", f"{repo.rev('pr')}^{{tree}}").strip()
+
+
+def test_the_text_output_says_how_to_fetch_the_port(
+    repo: RepoBuilder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo.branch("same", "main")
+    repo.checkout("main")
+    code, out, err = run_cli(
+        capsys, "port", "--repo", str(repo.path), "--pr", "7523=pr",
+        "--upstream-base", "main", "--onto", "same",
+    )  # fmt: skip
+    assert code == 0, err
+    [fetch] = [line for line in out.splitlines() if line.startswith("to fetch it: ")]
+    commit = out.split("\ncommit ", 1)[1].split()[0]
+    # The line, run in the user's repository, brings the port's commit there.
+    subprocess.run(shlex.split(fetch.removeprefix("to fetch it: ")), cwd=repo.path, check=True)
+    assert repo.rev("FETCH_HEAD") == commit
 
 
 def test_a_conflicting_port_writes_nothing_and_names_the_lines(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -104,6 +105,20 @@ def test_restack_after_squash_merge_resurrects_nothing(
         f"{F}: deleted by " in text and "a merge would keep it, conflicting (modify/delete)" in text
     )
     assert f"new head {new_head}" in text  # the same replay gives the same commits
+
+
+def test_the_text_output_says_how_to_fetch_the_restacked_head(
+    squashed: RepoBuilder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(
+        capsys, "restack", "--repo", str(squashed.path), "--pr", "2=child",
+        "--old-base", "parent", "--onto", "main",
+    )  # fmt: skip
+    assert code == 0, err
+    [fetch] = [line for line in out.splitlines() if line.startswith("to fetch it: ")]
+    new_head = out.split("\nnew head ", 1)[1].split()[0]
+    subprocess.run(shlex.split(fetch.removeprefix("to fetch it: ")), cwd=squashed.path, check=True)
+    assert squashed.rev("FETCH_HEAD") == new_head
 
 
 def test_restack_reports_the_childs_conflicting_commit(
