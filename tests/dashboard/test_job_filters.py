@@ -1,0 +1,71 @@
+"""The jobs page's filters and what a job row says (issue 12 point 9), SQLite and PostgreSQL:
+a PR keeps the jobs whose tree held it (its stacks and the series, not main's baselines), a
+test set keeps that set's jobs, and the executor's nodes are named once each."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from stackbot.web import dashboard
+from stackbot.web.readmodel import list_jobs
+from stackbot.web.readmodel.jobs import node_names
+from stackbot.web.readmodel.jobs import tested_by as what_jobs_tested
+from stackbot.web.readmodel.summaries import JobSummary
+from tests.support.dashboard_data import seed_series
+
+
+@pytest.fixture
+def client(engine: Engine) -> Iterator[TestClient]:
+    app = FastAPI()
+    app.state.engine = engine
+    dashboard.install(app)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def _shown(groups: dict[str, list[JobSummary]]) -> list[JobSummary]:
+    return [job for name in ("running", "queued", "finished") for job in groups[name]]
+
+
+def test_a_pr_filter_keeps_the_jobs_whose_tree_held_that_pr(
+    client: TestClient, engine: Engine, tmp_path: Path
+) -> None:
+    seed_series(engine, prs=4, log_dir=tmp_path / "jobs")
+    with Session(engine) as session:
+        everything = _shown(list_jobs(session))
+        only = _shown(list_jobs(session, pr=8034))
+        tested = what_jobs_tested(session, only)
+        baselines = [job for job in everything if job.kind == "baseline"]
+    assert baselines and only and len(only) < len(everything)
+    assert all(8034 in tested[job.id].prs for job in only)
+    assert not any(job.kind == "baseline" for job in only)
+    page = client.get("/jobs", params={"pr": 8034})
+    assert page.status_code == 200
+    assert "Jobs testing #8034" in page.text
+    assert len(re.findall(r'<a href="/jobs/\d+">', page.text)) == len(only)
+
+
+def test_a_test_set_filter_keeps_that_sets_jobs(client: TestClient, engine: Engine) -> None:
+    seed_series(engine, prs=3)
+    with Session(engine) as session:
+        amax = _shown(list_jobs(session, test_set="amax-group"))
+        both = _shown(list_jobs(session, pr=8035, test_set="blockwise-recipe"))
+    assert amax and all(job.test_set == "amax-group" for job in amax)
+    assert both and all(job.test_set == "blockwise-recipe" for job in both)
+    page = client.get("/jobs", params={"test_set": "blockwise-recipe"})
+    assert "· blockwise-recipe" in page.text and 'href="/jobs">all jobs' in page.text
+    assert client.get("/jobs", params={"pr": 0}).status_code == 422
+
+
+def test_the_nodes_the_executor_reported_are_named_once_each() -> None:
+    assert node_names("vm, vm") == "vm ×2"
+    assert node_names("gpu-a01,gpu-a02,gpu-a01") == "gpu-a01 ×2, gpu-a02"
+    assert node_names(None) == "—"
