@@ -370,8 +370,8 @@ def _from_tests(view: PrReportView) -> Verdict:
         series = view.series_integration
         commit = view.series_tested_commit or (series.commit if series else None) or ""
         where = f"the series integration `{commit[:7]}`"
-    count = f"{len(rows)} test job{'s pass' if len(rows) != 1 else ' passes'}"
-    return Verdict(VerdictKind.READY, f"{count} on {where}" + series_note, "nothing to do")
+    passing = f"{len(rows)} test job{'s pass' if len(rows) != 1 else ' passes'}"
+    return Verdict(VerdictKind.READY, f"{passing} on {where}" + series_note, "nothing to do")
 
 
 def _series_failures(view: PrReportView) -> str:
