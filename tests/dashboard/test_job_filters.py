@@ -69,3 +69,18 @@ def test_the_nodes_the_executor_reported_are_named_once_each() -> None:
     assert node_names("vm, vm") == "vm ×2"
     assert node_names("gpu-a01,gpu-a02,gpu-a01") == "gpu-a01 ×2, gpu-a02"
     assert node_names(None) == "—"
+
+
+def test_a_pr_tested_only_on_the_series_tree_shows_those_tests_in_its_row(
+    client: TestClient, engine: Engine
+) -> None:
+    """Series-first testing: a PR whose own stack ran no jobs but which the series tree holds
+    shows the series' tests in its row (its verdict counts them), not "no jobs"; a PR the
+    series left out still says "no jobs"."""
+    seed_series(engine, prs=3, jobs_per_pr=0, extra_jobs=3)
+    html = client.get("/series/6307").text
+    rows = dict(re.findall(r'<tr data-pr="(\d+)"[^>]*>(.*?)</tr>', html, re.S))
+    assert 'href="#series-tests">series tree</a>' in rows["8034"]  # clean in the series run
+    assert "amax-group 1x4" in rows["8034"] and "no jobs" not in rows["8034"]
+    assert "no jobs" in rows["8035"] and "series tree" not in rows["8035"]  # left out
+    assert 'id="series-tests"' in html
