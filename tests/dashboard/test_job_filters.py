@@ -84,3 +84,16 @@ def test_a_pr_tested_only_on_the_series_tree_shows_those_tests_in_its_row(
     assert "amax-group 1x4" in rows["8034"] and "no jobs" not in rows["8034"]
     assert "no jobs" in rows["8035"] and "series tree" not in rows["8035"]  # left out
     assert 'id="series-tests"' in html
+
+
+def test_a_pr_page_shows_the_series_tests_that_its_verdict_counts(
+    client: TestClient, engine: Engine
+) -> None:
+    seed_series(engine, prs=3, jobs_per_pr=0, extra_jobs=3)
+    held = client.get("/pulls/8034").text
+    assert "Tests of the series tree that holds this PR" in held
+    assert "No jobs of its own" in held and "amax-group 1x4" in held
+    assert len(client.get("/api/pulls/8034").json()["series_tests"]) == 3
+    left_out = client.get("/pulls/8035").text  # its series step conflicts
+    assert "Tests of the series tree" not in left_out and "No jobs yet." in left_out
+    assert client.get("/api/pulls/8035").json()["series_tests"] == []
