@@ -285,6 +285,16 @@ def dead_tasks(session: Session, *, limit: int) -> Sequence[Task]:
     ).all()
 
 
+def active_tasks(session: Session, *, limit: int) -> Sequence[Task]:
+    """Running tasks, then pending ones by when they may run: what the queue is doing."""
+    return session.exec(
+        select(Task)
+        .where(col(Task.status).in_(("running", "pending")))
+        .order_by(col(Task.status).desc(), col(Task.run_after), col(Task.id))
+        .limit(limit)
+    ).all()
+
+
 def change_markers(session: Session) -> list[datetime | int | None]:
     """Values one of which changes whenever anything the dashboard shows changes (cheap: a few
     max() queries)."""
