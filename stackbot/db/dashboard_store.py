@@ -20,6 +20,7 @@ from stackbot.db.models import (
     Approval,
     DependencyEdge,
     IntegrationRun,
+    IntegrationStep,
     Job,
     PullRequest,
     Repository,
@@ -233,6 +234,7 @@ _JOB_COLUMNS: tuple[Any, ...] = (
     Job.finished_at,
     Job.out_dir,
     Job.error,
+    Job.step_position,
 )
 
 
@@ -257,6 +259,21 @@ def baseline_job_rows(session: Session, *, commit_shas: Collection[str]) -> Sequ
 
 def newest_jobs(session: Session, *, limit: int) -> Sequence[Job]:
     return session.exec(select(Job).order_by(col(Job.id).desc()).limit(limit)).all()
+
+
+def merged_steps_of_runs(session: Session, *, run_ids: Collection[int]) -> dict[int, list[int]]:
+    """The PRs each run merged (clean or resolved), in merge order: the PRs its tree holds."""
+    if not run_ids:
+        return {}
+    found: dict[int, list[int]] = {run_id: [] for run_id in run_ids}
+    for step in session.exec(
+        select(IntegrationStep)
+        .where(col(IntegrationStep.run_id).in_(run_ids))
+        .order_by(col(IntegrationStep.run_id), col(IntegrationStep.position))
+    ):
+        if step.outcome in ("clean", "resolved"):
+            found[step.run_id].append(step.pr_number)
+    return found
 
 
 def runs_by_ids(session: Session, *, run_ids: Collection[int]) -> Sequence[IntegrationRun]:

@@ -97,3 +97,20 @@ def test_a_pr_page_shows_the_series_tests_that_its_verdict_counts(
     left_out = client.get("/pulls/8035").text  # its series step conflicts
     assert "Tests of the series tree" not in left_out and "No jobs yet." in left_out
     assert client.get("/api/pulls/8035").json()["series_tests"] == []
+
+
+def test_a_series_job_names_only_the_prs_its_tree_holds(client: TestClient, engine: Engine) -> None:
+    """The series run left #8035 (conflict) and #8036 (its child) out: its jobs did not test
+    them, so neither the job's "tested" line nor the PR filter says they did."""
+    seed_series(engine, prs=4, jobs_per_pr=0, extra_jobs=2)
+    with Session(engine) as session:
+        jobs = _shown(list_jobs(session))
+        tested = what_jobs_tested(session, jobs)
+    series_jobs = [tested[job.id] for job in jobs if job.kind != "baseline"]
+    assert len(series_jobs) == 2
+    for job in series_jobs:
+        assert job.prs == (8034, 8037) and job.text == "series #6307 (#8034, #8037)"
+    with Session(engine) as session:
+        assert _shown(list_jobs(session, pr=8035)) == []
+    page = client.get("/jobs").text
+    assert "#8035" not in page and "series #6307 (#8034, #8037)" in page
