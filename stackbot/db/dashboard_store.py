@@ -20,6 +20,7 @@ from stackbot.db.models import (
     Approval,
     DependencyEdge,
     IntegrationRun,
+    IntegrationStep,
     Job,
     PullRequest,
     Repository,
@@ -233,6 +234,7 @@ _JOB_COLUMNS: tuple[Any, ...] = (
     Job.finished_at,
     Job.out_dir,
     Job.error,
+    Job.step_position,
 )
 
 
@@ -259,6 +261,21 @@ def newest_jobs(session: Session, *, limit: int) -> Sequence[Job]:
     return session.exec(select(Job).order_by(col(Job.id).desc()).limit(limit)).all()
 
 
+def merged_steps_of_runs(session: Session, *, run_ids: Collection[int]) -> dict[int, list[int]]:
+    """The PRs each run merged (clean or resolved), in merge order: the PRs its tree holds."""
+    if not run_ids:
+        return {}
+    found: dict[int, list[int]] = {run_id: [] for run_id in run_ids}
+    for step in session.exec(
+        select(IntegrationStep)
+        .where(col(IntegrationStep.run_id).in_(run_ids))
+        .order_by(col(IntegrationStep.run_id), col(IntegrationStep.position))
+    ):
+        if step.outcome in ("clean", "resolved"):
+            found[step.run_id].append(step.pr_number)
+    return found
+
+
 def runs_by_ids(session: Session, *, run_ids: Collection[int]) -> Sequence[IntegrationRun]:
     if not run_ids:
         return []
@@ -282,6 +299,16 @@ def dead_tasks(session: Session, *, limit: int) -> Sequence[Task]:
     """The newest ``limit`` dead tasks, newest first."""
     return session.exec(
         select(Task).where(Task.status == "dead").order_by(col(Task.id).desc()).limit(limit)
+    ).all()
+
+
+def active_tasks(session: Session, *, limit: int) -> Sequence[Task]:
+    """Running tasks, then pending ones by when they may run: what the queue is doing."""
+    return session.exec(
+        select(Task)
+        .where(col(Task.status).in_(("running", "pending")))
+        .order_by(col(Task.status).desc(), col(Task.run_after), col(Task.id))
+        .limit(limit)
     ).all()
 
 

@@ -364,12 +364,14 @@ def _from_tests(view: PrReportView) -> Verdict:
             + series_note,
             "nothing to fix in this PR",
         )
-    return Verdict(
-        VerdictKind.READY,
-        f"{len(rows)} test job{'s' if len(rows) != 1 else ''} pass on the integration"
-        f" `{(view.tested_commit or stack.commit or '')[:7]}`" + series_note,
-        "nothing to do",
-    )
+    if rows is view.tests:
+        where = f"the integration `{(view.tested_commit or stack.commit or '')[:7]}`"
+    else:  # series-first testing: the series tree holds this PR, its own stack ran nothing
+        series = view.series_integration
+        commit = view.series_tested_commit or (series.commit if series else None) or ""
+        where = f"the series integration `{commit[:7]}`"
+    passing = f"{len(rows)} test job{'s pass' if len(rows) != 1 else ' passes'}"
+    return Verdict(VerdictKind.READY, f"{passing} on {where}" + series_note, "nothing to do")
 
 
 def _series_failures(view: PrReportView) -> str:

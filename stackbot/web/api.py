@@ -61,6 +61,8 @@ def api_pull(request: Request, number: PullNumber) -> dict[str, Any]:
         "dependencies": detail["parent_edges"],
         "runs": [run.to_json() for run in detail["runs"]],
         "series": detail["series"].key if detail["series"] else None,
+        # the latest series run's tests when its tree holds this PR (series-first testing)
+        "series_tests": [cell.to_json() for cell in detail["series_tests"]],
         "approvals": detail["approvals"],
     }
 

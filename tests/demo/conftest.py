@@ -56,6 +56,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("STACKBOT_")}
     env["PYTHONUNBUFFERED"] = "1"
+    # The demo runs from a temporary directory: put this checkout first on its path, or an
+    # editable install of another checkout (a git worktree's main) is what gets tested.
+    checkout = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH")) if p)
     process = subprocess.Popen(
         [sys.executable, "-m", "stackbot", "demo", "--port", str(port), "--workdir", str(workdir)],
         stdout=subprocess.PIPE,

@@ -25,23 +25,32 @@ class Tested:
 
 
 def tested_by(session: Session, jobs: list[JobSummary]) -> dict[int, Tested]:
-    """What each job tested, in one query for all of them."""
+    """What each job tested, in two queries for all of them."""
     runs = {
         run.id: run
         for run in dashboard_store.runs_by_ids(
             session, run_ids={j.integration_run_id for j in jobs if j.integration_run_id}
         )
     }
+    # The PRs a series tree holds are those its run merged, not every head it read: a PR the
+    # series left out (a conflict) was not tested by its jobs. A stack's jobs exist only when
+    # its whole stack merged, so its heads are its tree.
+    series_runs = {run_id for run_id, run in runs.items() if run_id and run.kind == "series"}
+    merged = dashboard_store.merged_steps_of_runs(session, run_ids=series_runs)
     found: dict[int, Tested] = {}
     for job in jobs:
         run = runs.get(job.integration_run_id) if job.integration_run_id else None
         if job.kind == "baseline" or run is None:
             found[job.id] = Tested(f"main {job.commit_sha[:7]}", ())
             continue
-        prs = tuple(sorted(int(n) for n in (run.heads or {})))
+        in_tree = merged.get(run.id or 0) or sorted(int(n) for n in (run.heads or {}))
+        if job.step_position is not None:  # a bisect job: a prefix of the series order
+            in_tree = in_tree[: job.step_position]
+        prs = tuple(sorted(in_tree))
         listed = ", ".join(f"#{n}" for n in prs)
         if run.kind == "series":
-            found[job.id] = Tested(f"series {run.series_key} ({listed})", prs)
+            prefix = "the first PRs of " if job.step_position is not None else ""
+            found[job.id] = Tested(f"{prefix}series {run.series_key} ({listed})", prs)
         else:
             found[job.id] = Tested(f"#{run.target_pr}'s stack ({listed})", prs)
     return found

@@ -15,6 +15,7 @@ from stackbot.domain.report_view import PrReportView
 from stackbot.domain.verdict import Verdict, decide, row_state
 from stackbot.services.report_views import build_report_views
 from stackbot.web.readmodel.cells import cells_of_runs
+from stackbot.web.readmodel.runs import run_steps
 from stackbot.web.readmodel.summaries import RunSummary, TestCell, iso, run_summary
 
 
@@ -160,6 +161,22 @@ def pull_detail(
     series = dashboard_store.series_of_pull(session, repo_id=repo_id, number=number)
     # Newest first.
     approvals = github_store.approvals_of(session, repo_id=repo_id, pr_number=number)[::-1]
+    # The latest series run's tests when its tree holds this PR (series-first testing tests
+    # the series tree; the PR's own stack may have run nothing).
+    series_run = (
+        dashboard_store.latest_series_run(session, repo_id=repo_id, series_key=series.key)
+        if series is not None
+        else None
+    )
+    series_tests: tuple[TestCell, ...] = ()
+    if series_run is not None and series_run.id is not None:
+        merged = {
+            step.pr_number
+            for step in run_steps(session, series_run.id)
+            if step.outcome in ("clean", "resolved")
+        }
+        if number in merged:
+            series_tests = cells_of_runs(session, [series_run]).get(series_run.id, ())
     return {
         "repo": repository.full_name,
         "pull": row,
@@ -175,6 +192,8 @@ def pull_detail(
         ],
         "runs": [run_summary(run) for run in runs],
         "series": series,
+        "series_run": run_summary(series_run) if series_tests and series_run else None,
+        "series_tests": series_tests,
         "approvals": [
             {"sha": a.sha, "vetter": a.vetter, "kind": a.kind, "created_at": iso(a.created_at)}
             for a in approvals

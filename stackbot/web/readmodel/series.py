@@ -86,6 +86,11 @@ class SeriesPage:
         ]
 
     @property
+    def in_series_tree(self) -> set[int]:
+        """The PRs the latest series run merged (clean or resolved): its tests are theirs."""
+        return {s.pr_number for s in self.series_steps if s.outcome in ("clean", "resolved")}
+
+    @property
     def test_labels(self) -> list[str]:
         """The columns of the PR × (test set, shape) grid."""
         return sorted({cell.label for row in self.pulls for cell in row.tests})

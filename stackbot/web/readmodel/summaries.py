@@ -32,6 +32,8 @@ class JobSummary:
     finished_at: datetime | None
     out_dir: str | None
     error: str | None
+    # a bisect job's tree holds the first step_position PRs its series run merged
+    step_position: int | None = None
 
     @property
     def label(self) -> str:
@@ -164,6 +166,7 @@ def job_summary(job: Any) -> JobSummary:
         finished_at=job.finished_at,
         out_dir=job.out_dir,
         error=job.error,
+        step_position=getattr(job, "step_position", None),
     )
 
 

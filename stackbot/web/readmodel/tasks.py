@@ -16,12 +16,35 @@ from stackbot.web.exposure import public_error
 class TaskCounts:
     by_status: dict[str, int] = field(default_factory=dict)
     dead: tuple[dict[str, Any], ...] = ()
+    active: tuple[dict[str, Any], ...] = ()
 
 
-def task_counts(session: Session) -> TaskCounts:
+def _subject(payload: dict[str, Any]) -> str:
+    """What a task is about, from its payload's repository and number or series key only."""
+    repo, number = payload.get("repo"), payload.get("number")
+    if isinstance(number, int):
+        return f"{repo}#{number}" if isinstance(repo, str) else f"#{number}"
+    key = payload.get("series_key")
+    if isinstance(key, str):
+        return f"{repo} series {key}" if isinstance(repo, str) else f"series {key}"
+    return repo if isinstance(repo, str) else ""
+
+
+def task_counts(session: Session, *, active_limit: int = 100) -> TaskCounts:
     counts = dashboard_store.task_status_counts(session)
     dead = dashboard_store.dead_tasks(session, limit=20)
     return TaskCounts(
+        active=tuple(
+            {
+                "id": t.id,
+                "kind": t.kind,
+                "subject": _subject(t.payload or {}),
+                "status": t.status,
+                "attempts": t.attempts,
+                "run_after": t.run_after,
+            }
+            for t in dashboard_store.active_tasks(session, limit=active_limit)
+        ),
         by_status=counts,
         dead=tuple(
             {

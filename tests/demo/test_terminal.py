@@ -1,0 +1,86 @@
+"""The demo's terminal (issue 12 point 8), without running the demo: one progress line that
+says what runs, printed again in a pipe only when that changes, and the work directory taken
+from STACKBOT_DATA_DIR."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from stackbot.cli.demo import _default_workdir
+from stackbot.db.models import IntegrationRun, Job
+from stackbot.demo.runner import Progress, progress_line
+
+NOW = datetime(2026, 12, 4, 0, 0, tzinfo=UTC)
+
+
+def _job(job_id: int, status: str, **fields: object) -> Job:
+    values: dict[str, object] = {
+        "id": job_id,
+        "repo_id": 1,
+        "test_set": "amax-group",
+        "shape": "2x4",
+        "tree_sha": "a" * 40,
+        "commit_sha": "b" * 40,
+        "config_hash": "c" * 64,
+        "status": status,
+    }
+    values.update(fields)
+    return Job(**values)  # type: ignore[arg-type]
+
+
+def test_the_progress_line_names_the_job_its_tree_and_its_seconds() -> None:
+    run = IntegrationRun(id=7, repo_id=1, kind="stack", target_pr=8035)  # type: ignore[call-arg]
+    jobs = [
+        _job(1, "passed", kind="baseline"),
+        _job(2, "running", integration_run_id=7, started_at=NOW - timedelta(seconds=40)),
+        _job(3, "queued", integration_run_id=7),
+    ]
+    key, line = progress_line(jobs, {7: run}, [], NOW)
+    assert line == "job 2/3: amax-group 2x4 for #8035's stack, 40 s"
+    assert key.startswith("job 2/3: amax-group 2x4 for #8035's stack")
+    baseline = [_job(1, "running", kind="baseline", started_at=NOW)]
+    assert "for main bbbbbbb (baseline)" in progress_line(baseline, {}, [], NOW)[1]
+
+
+def test_between_jobs_the_line_says_which_tasks_are_busy() -> None:
+    key, line = progress_line([_job(1, "passed")], {}, ["report", "sync_pull", "report"], NOW)
+    assert key == "jobs 1/1 finished"
+    assert line == "jobs 1/1 finished; 3 tasks busy (report, sync_pull)"
+
+
+def test_in_a_pipe_the_line_is_printed_again_only_when_what_runs_changes() -> None:
+    said: list[str] = []
+    progress = Progress(said.append, stream=io.StringIO())  # not a terminal
+    for seconds in range(0, 65, 5):  # one job running for a minute, polled every 5 s
+        job = _job(1, "running", started_at=NOW - timedelta(seconds=seconds))
+        progress.show(*progress_line([job], {}, [], NOW))
+    progress.show(*progress_line([_job(1, "passed")], {}, [], NOW))
+    # 0-29 s, 30-59 s, 60 s: a long job still says so every 30 s; then the end of the job
+    assert len(said) == 4, said
+    assert said[-1] == "jobs 1/1 finished"
+
+
+def test_on_a_terminal_the_line_is_rewritten_in_place() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    said: list[str] = []
+    progress = Progress(said.append, stream=stream)
+    progress.show("a", "jobs 0/2 finished")
+    progress.show("b", "job 1/2: amax-group 2x4 for main bbbbbbb (baseline), 1 s")
+    progress.end()
+    assert said == []
+    assert stream.getvalue().count("\r\033[K") == 2 and stream.getvalue().endswith("\n")
+
+
+def test_the_work_directory_is_under_stackbot_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STACKBOT_DATA_DIR", str(tmp_path))
+    assert _default_workdir() == tmp_path / "demo"
