@@ -142,3 +142,24 @@ def test_a_failure_on_main_is_pre_existing_and_amber(engine: Engine, settings: S
     assert check is not None
     assert check.conclusion == "neutral"
     assert check.title == "no new failures: the failing tests also fail on main"
+
+
+def test_the_run_page_lists_each_failing_test_with_its_class_and_pr(
+    engine: Engine, settings: Settings, tmp_path: Path
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from stackbot.web.app import create_app
+
+    sim, run_id = _sim(engine, settings, Injected(fail_at=[4], flaky_at=[2]))
+    [flaky] = [f for f in sim.findings(run_id) if f.failure_class == "flaky"]
+    app = create_app(settings, engine=engine)
+    with TestClient(app) as client:
+        page = client.get(f"/runs/{run_id}").text
+    _keep("run-page.html", page)
+    assert "<h2>Failing tests</h2>" in page
+    assert "<code>tests/unit_tests/test_layer_4.py::test_fail_4</code>" in page
+    assert '<td>new</td>\n<td><a href="/pulls/4">#4</a></td>' in page
+    assert "<td>flaky (passed on a rerun)</td>" in page
+    failed, passed = flaky.evidence["failed_in"][0], flaky.evidence["passed_in"][0]
+    assert f"failed in job {failed}, passed in job {passed}" in page
