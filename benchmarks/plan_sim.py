@@ -68,6 +68,7 @@ class Injected:
     fail_at: Sequence[int] = ()  # test_fail_K fails in every tree holding PR K
     flaky_at: Sequence[int] = ()  # test_flaky_K fails on the first run of a tree holding PR K
     broken_nodes: Sequence[str] = ()  # every job placed there is infra
+    broken_on_main: bool = False  # test_broken_on_main fails in every tree, main's too
 
 
 @dataclass
@@ -230,6 +231,8 @@ class Simulation:
         if config != FAILING_CONFIG:
             return tests
         merged = {pr for pr, _ in tree}
+        if self.injected.broken_on_main:
+            tests["tests/unit_tests/test_main.py::test_broken_on_main"] = "failed"
         for k in self.injected.fail_at:
             if k in merged:
                 tests[f"tests/unit_tests/test_layer_{k}.py::test_fail_{k}"] = "failed"

@@ -203,7 +203,9 @@ class _NodeRun:
             )
             device = node_prep.choose_device(spec.launcher, spec.shape, self.options.python, env)
         except node_prep.PrepFailed as exc:
-            raise Aborted(exc.status, str(exc)) from None
+            # Out of time before any test ran: the node's fault, not the tests' (issue 13).
+            status = "infra" if exc.status == "timeout" else exc.status
+            raise Aborted(status, f"{exc}; no test ran") from None
         self._check_clock("setup")
         self.say(
             f"setup: tree {tree.root} ({tree.commit or 'not a git commit'}), ranks on {device}"
@@ -330,6 +332,12 @@ class _NodeRun:
         if self.stop() or (outcome is not None and outcome.interrupted):
             raise Aborted("cancelled", f"cancelled during {step}")
         if time.monotonic() >= self.deadline:
+            if step in ("setup", "node_check"):
+                # No test ran yet: an infra result, retried on another node (issue 13).
+                raise Aborted(
+                    "infra",
+                    f"timed out after {self.spec.timeout_s:g}s during {step}, before any test ran",
+                )
             raise Aborted("timeout", f"timed out after {self.spec.timeout_s:g}s during {step}")
 
     def _update(self, **changes: object) -> None:

@@ -230,6 +230,9 @@ class SlurmExecutor:
         ):
             return result_from_out_dir(spec, out_dir)
         status, why = _SCHEDULER_DECIDES.get(state.scheduler_state, ("infra", "no runner reported"))
+        if status == "timeout":
+            # No runner reported, so no test ran: the time went to the node (issue 13).
+            status, why = "infra", f"{why} before any test ran"
         return JobResult(
             job_id=spec.job_id,
             status=status,

@@ -16,6 +16,7 @@ from stackbot.domain.report_view import (
     CheckRunContent,
     CheckStatus,
     Conclusion,
+    FindingView,
     IntegrationView,
     PrRef,
     PrReportView,
@@ -37,6 +38,7 @@ __all__ = [
     "CheckRunContent",
     "CheckStatus",
     "Conclusion",
+    "FindingView",
     "IntegrationView",
     "PrRef",
     "PrReportView",
@@ -47,6 +49,7 @@ __all__ = [
     "render_approval_check",
     "render_check_run",
     "render_integration_check",
+    "render_series_tests_check",
     "render_status_reply",
     "render_sticky_comment",
 ]
@@ -102,6 +105,7 @@ def _sections(view: PrReportView) -> list[str]:
         _integration(view),
         _allowlist(view.allowlist),
         _tests(view),
+        _findings(view),
     ]
 
 
@@ -376,6 +380,97 @@ def _test_details(row: TestRow) -> str:
     return _details(f"{row.label}: failing here, not on main", items)
 
 
+def _evidence(f: FindingView) -> str:
+    if not f.roles:
+        return _jobs(f.jobs)
+    return "; ".join(f"{role}: job {j}" for j, role in f.roles)
+
+
+def _jobs(jobs: tuple[int, ...]) -> str:
+    return ", ".join(f"job {j}" for j in jobs) if jobs else "no job recorded"
+
+
+def _prefix(position: int | None, pr: int | None) -> str:
+    if not position or pr is None:
+        return "main alone"
+    return f"the first {position} PR{_s(position)} of the series (up to #{pr})"
+
+
+def _merged_before(view: PrReportView, culprit: int) -> bool:
+    """Whether this PR is merged after ``culprit`` in the series run (so the failure is in its
+    series tree without being its doing)."""
+    run = view.series_integration
+    order = [step.pr for step in run.steps] if run else []
+    if culprit not in order or view.pr.number not in order:
+        return False
+    return order.index(culprit) < order.index(view.pr.number)
+
+
+def finding_line(view: PrReportView, f: FindingView) -> str | None:
+    """One failing test of the series run, said from this PR's side; None when it does not
+    concern this PR (a failure introduced above it)."""
+    test = f"`{f.nodeid}` ({f.label})"
+    me = view.pr.number
+    if f.failure_class == "new" and f.pr == me:
+        return (
+            f"❌ **Introduced by this PR**: {test}. The series tree failed it and main passes "
+            f"it; a rerun of the same tree failed it again; bisection: passes on "
+            f"{_prefix(f.passes_at, f.passes_pr)}, fails on {_prefix(f.fails_at, f.fails_pr)}. "
+            f"Evidence: {_evidence(f)}."
+        )
+    if f.failure_class == "new" and f.pr is not None:
+        if not _merged_before(view, f.pr):
+            return None
+        return (
+            f"🚧 {test} fails from #{f.pr} on, which introduced it (not this PR): this PR is "
+            f"blocked by #{f.pr} until that is fixed."
+        )
+    if f.failure_class == "new":
+        why = f": {f.note}" if f.note else ""
+        return (
+            f"❌ {test} fails in the series run and not on main; not attributed to a PR{why}. "
+            f"Evidence: {_evidence(f)}."
+        )
+    if f.failure_class == "pre-existing":
+        return f"🟡 {test} also fails on main: not caused by the series. Evidence: {_evidence(f)}."
+    if f.failure_class == "flaky":
+        if f.failed_in and f.passed_in:
+            runs = f"failed in {_jobs(f.failed_in)}, passed on a rerun of the same tree in " + (
+                _jobs(f.passed_in)
+            )
+        else:
+            runs = "failed, then passed on a rerun of the same tree"
+        return f"⚪ flaky: {test} {runs}; not counted as a failure, attributed to no PR."
+    if f.failure_class == "suspect":
+        return f"⏳ {test} failed once: being confirmed by a rerun of the same tree."
+    if f.failure_class == "bisecting":
+        return (
+            f"⏳ {test} failed twice: being bisected (passes on "
+            f"{_prefix(f.passes_at, f.passes_pr)}, fails on {_prefix(f.fails_at, f.fails_pr)})."
+        )
+    return f"{test}: {f.failure_class}"
+
+
+def _findings(view: PrReportView) -> str:
+    lines = [line for f in view.findings if (line := finding_line(view, f))]
+    if not lines:
+        return ""
+    key = view.stack.series_key
+    where = f"the series {key} run" if key else "the series run"
+    return "\n".join([f"**Failing tests of {where}**", *(f"- {line}" for line in lines)])
+
+
+def introduced_here(view: PrReportView, test_set: str, shape: str) -> list[FindingView]:
+    """The series run's new failures of this configuration attributed to this PR."""
+    return [
+        f
+        for f in view.findings
+        if f.failure_class == "new"
+        and f.pr == view.pr.number
+        and (f.test_set, f.shape) == (test_set, shape)
+    ]
+
+
 # -- check runs ------------------------------------------------------------------------------------
 
 _CONCLUSION_ICON: dict[Conclusion, str] = {
@@ -412,6 +507,7 @@ def check_run_name(test_set: str, shape: str) -> str:
 
 
 INTEGRATION_CHECK = "stackbot/integration"
+SERIES_TESTS_CHECK = "stackbot/series-tests"
 APPROVAL_CHECK = "stackbot/approval"
 
 
@@ -429,12 +525,19 @@ def render_check_run(view: PrReportView, test_set: str, shape: str) -> CheckRunC
         status: CheckStatus = "queued" if _RUNNING[row.status] == "queued" else "in_progress"
         return CheckRunContent(name, status, None, _RUNNING[row.status], _check_summary(view, row))
     conclusion = row_conclusion(row)
+    title = _title(row)
+    summary = _check_summary(view, row)
+    mine = introduced_here(view, test_set, shape)
+    if mine:
+        conclusion = "failure"
+        title = "introduced by this PR: " + ", ".join(f.nodeid for f in mine[:3])
+        summary += "\n" + "\n".join(f"- {finding_line(view, f)}" for f in mine)
     return CheckRunContent(
         name=name,
         status="completed",
         conclusion=conclusion,
-        title=_title(row)[:1000],
-        summary=_check_summary(view, row),
+        title=title[:1000],
+        summary=summary,
         text=_check_text(row),
     )
 
@@ -460,6 +563,41 @@ def render_integration_check(view: PrReportView) -> CheckRunContent | None:
     if stack.commit:
         title += f" as {short(stack.commit)}"
     return CheckRunContent(INTEGRATION_CHECK, "completed", "success", title, summary)
+
+
+def render_series_tests_check(view: PrReportView) -> CheckRunContent | None:
+    """``stackbot/series-tests``: the series run's failing tests from this PR's side. Failure
+    naming the tests that this PR introduced; neutral while a PR below it introduced one (it is
+    blocked, not blamed) or only main's failures remain; in progress while a failure is being
+    confirmed or bisected; success when only flaky tests failed. None when nothing concerns it."""
+    concerning = [f for f in view.findings if finding_line(view, f) is not None]
+    if not concerning:
+        return None
+    lines = [f"- {finding_line(view, f)}" for f in concerning]
+    summary = _verdict_summary(view, decide(view)) + "\n\n" + "\n".join(lines)
+    mine = [f for f in concerning if f.failure_class == "new" and f.pr == view.pr.number]
+    if mine:
+        title = "introduced by this PR: " + ", ".join(f.nodeid for f in mine[:3])
+        if len(mine) > 3:
+            title += f" and {len(mine) - 3} more"
+        return CheckRunContent(SERIES_TESTS_CHECK, "completed", "failure", title[:1000], summary)
+    unattributed = [f for f in concerning if f.failure_class == "new" and f.pr is None]
+    if unattributed:
+        title = "new failures not attributed: " + ", ".join(f.nodeid for f in unattributed[:3])
+        return CheckRunContent(SERIES_TESTS_CHECK, "completed", "failure", title[:1000], summary)
+    pending = [f for f in concerning if f.failure_class in ("suspect", "bisecting")]
+    if pending:
+        title = f"{len(pending)} failing test{_s(len(pending))} being confirmed or bisected"
+        return CheckRunContent(SERIES_TESTS_CHECK, "in_progress", None, title, summary)
+    blockers = sorted({f.pr for f in concerning if f.failure_class == "new" and f.pr})
+    if blockers:
+        title = "blocked by " + ", ".join(f"#{n}" for n in blockers) + " (a failure it introduced)"
+        return CheckRunContent(SERIES_TESTS_CHECK, "completed", "neutral", title, summary)
+    if any(f.failure_class == "pre-existing" for f in concerning):
+        title = "no new failures: the failing tests also fail on main"
+        return CheckRunContent(SERIES_TESTS_CHECK, "completed", "neutral", title, summary)
+    title = "no failures: flaky tests only (passed on a rerun)"
+    return CheckRunContent(SERIES_TESTS_CHECK, "completed", "success", title, summary)
 
 
 def render_approval_check(view: PrReportView) -> CheckRunContent:

@@ -108,6 +108,36 @@ class TestRow:
 
 
 @dataclass(frozen=True)
+class FindingView:
+    """One failing test of the series run, as the test plan classed it (issue 13).
+
+    ``failure_class``: new | pre-existing | flaky | suspect | bisecting. ``pr`` is the PR a
+    ``new`` failure was attributed to; ``passes_at``/``fails_at`` are the bisection's last
+    passing and first failing prefix (number of PRs of the series order), and ``passes_pr``/
+    ``fails_pr`` the last PR of each prefix (None for main alone)."""
+
+    test_set: str
+    shape: str
+    nodeid: str
+    failure_class: str
+    pr: int | None = None
+    jobs: tuple[int, ...] = ()
+    passes_at: int | None = None
+    fails_at: int | None = None
+    passes_pr: int | None = None
+    fails_pr: int | None = None
+    note: str | None = None
+    failed_in: tuple[int, ...] = ()  # a flaky test: the job it failed in
+    passed_in: tuple[int, ...] = ()  # and the rerun of the same tree it passed in
+    # (job id, what it was: "series tree", "confirming rerun", "bisection: first 3 PRs", ...)
+    roles: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.test_set} {self.shape}"
+
+
+@dataclass(frozen=True)
 class PrReportView:
     repo: str
     pr: PrRef
@@ -124,6 +154,9 @@ class PrReportView:
     series_tests: tuple[TestRow, ...] = ()
     series_tested_commit: str | None = None
     url: str | None = None  # the PR's dashboard page
+    # What the test plan concluded about the series run's failing tests (issue 13).
+    findings: tuple[FindingView, ...] = ()
+    series_run_id: int | None = None
 
     def row(self, test_set: str, shape: str) -> TestRow:
         for row in self.tests:

@@ -236,7 +236,42 @@ def decide(view: PrReportView) -> Verdict:
         return Verdict(
             VerdictKind.NEEDS_APPROVAL, summary, f"a vetter must comment `/ok to test {sha}`"
         )
+    attributed = _attributed(view)
+    if attributed is not None:
+        return attributed
     return _from_tests(view)
+
+
+def _attributed(view: PrReportView) -> Verdict | None:
+    """A new failure of the series run that bisection attributed to this PR (it broke the
+    test), or to a PR merged before it in the series (it is blocked, not blamed)."""
+    number = view.pr.number
+    series = view.series_integration
+    url = series.url if series else None
+    new = [f for f in view.findings if f.failure_class == "new" and f.pr is not None]
+    mine = tuple(f.nodeid for f in new if f.pr == number)
+    if mine:
+        return Verdict(
+            VerdictKind.NEW_FAILURES,
+            f"introduced by this PR (bisected in the series run): {_code(mine)}",
+            "fix it in this PR; the PRs above it wait for the fix",
+            failing=mine,
+            url=url,
+        )
+    order = [step.pr for step in series.steps] if series else []
+    earlier = set(order[: order.index(number)]) if number in order else set()
+    below = sorted({f.pr for f in new if f.pr in earlier})
+    if below:
+        culprit = below[0]
+        tests = tuple(f.nodeid for f in new if f.pr == culprit)
+        return Verdict(
+            VerdictKind.BLOCKED,
+            f"#{culprit}, merged before this PR in the series, introduced {_code(tests)}",
+            f"nothing to change here: wait for #{culprit}'s fix",
+            blocked_by=culprit,
+            url=url,
+        )
+    return None
 
 
 def _closed(view: PrReportView) -> Verdict:

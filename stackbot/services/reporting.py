@@ -35,6 +35,7 @@ from stackbot.domain.report import (
     render_approval_check,
     render_check_run,
     render_integration_check,
+    render_series_tests_check,
     render_sticky_comment,
 )
 from stackbot.domain.tasks import Report
@@ -196,6 +197,10 @@ def _check_runs(view: PrReportView) -> list[tuple[str, str, CheckRunContent, str
         run_url = view.stack_integration.url if view.stack_integration else None
         found.append(("integration", "integration", integration, run_url or view.url))
     found.append(("approval", "approval", render_approval_check(view), view.url))
+    series_tests = render_series_tests_check(view)
+    if series_tests is not None:
+        run_url = view.series_integration.url if view.series_integration else None
+        found.append(("series-tests", "series-tests", series_tests, run_url or view.url))
     for row in ordered_rows(view):
         content = render_check_run(view, row.test_set, row.shape)
         found.append((row.label, f"{row.test_set}/{row.shape}", content, row.url))

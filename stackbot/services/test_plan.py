@@ -197,6 +197,12 @@ def _node_names(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
+def merged_order(steps: Sequence[IntegrationStep]) -> list[int]:
+    """The PR numbers of a run's merged steps in merge order: position k of a bisection (the
+    prefix of k PRs) ends with ``merged_order(steps)[k - 1]``."""
+    return [int(layer.pr) for layer in _layers(steps)[0]]
+
+
 def _layers(steps: Sequence[IntegrationStep]) -> tuple[list[Layer], list[str]]:
     merged = [s for s in sorted(steps, key=lambda s: s.position) if s.outcome in _MERGED]
     layers = [

@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 from sqlmodel import Session
 
 from stackbot.config import MaintenanceSettings
+from stackbot.db import integration_store
 from stackbot.domain.graph_layout import GraphEdge, dependency_depths, edge_words
 from stackbot.web import readmodel
 from stackbot.web.joblogs import tail_line
@@ -165,11 +166,15 @@ def pull(request: Request, number: PullNumber) -> HTMLResponse:
 def run(request: Request, run_id: RowId) -> HTMLResponse:
     with _session(request) as session:
         found = readmodel.run_detail(session, run_id)
+        stored = integration_store.get_run(session, run_id=run_id)
+        findings = readmodel.run_findings(session, stored) if stored else []
     if found is None:
         raise HTTPException(404, f"no integration run {run_id}")
     summary, steps, tests = found
     return TEMPLATES.TemplateResponse(
-        request, "run.html", {"run": summary, "steps": steps, "tests": tests}
+        request,
+        "run.html",
+        {"run": summary, "steps": steps, "tests": tests, "findings": findings},
     )
 
 

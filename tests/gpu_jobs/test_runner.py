@@ -259,3 +259,23 @@ def test_a_half_made_cache_mirror_is_made_again_not_used(tmp_path: Path) -> None
     tree = checkout.prepare_tree(spec, cache, lambda line: None)
     assert (tree.commit, (tree.root / "test_x.py").is_file()) == (sha, True)
     assert _git(half, "config", "--get", "remote.origin.url").strip() == str(repo)
+
+
+def test_a_timeout_before_any_test_ran_is_infra(tmp_path: Path) -> None:
+    """Out of time in the node's setup: no test ran, so the node is at fault (issue 13: infra is
+    retried on another node and never counted as a test result)."""
+    suites = write_suites(tmp_path / "tree")
+    spec = spec_file(
+        tmp_path / "spec.json",
+        job_id="slow-setup",
+        targets=["test_passing.py"],
+        checkout=str(suites),
+        node_check=False,
+        launcher=CPU,
+        setup_commands=["sleep 60"],
+        timeout_s=3,
+    )
+    run_cli("run", str(spec), "--out", str(tmp_path / "out"))
+    result = result_of(tmp_path / "out")
+    assert result.status == "infra", result.message
+    assert "no test ran" in result.message

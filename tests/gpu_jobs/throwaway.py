@@ -58,8 +58,16 @@ def processes_with(env: dict[str, str]) -> list[int]:
 
 
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    # The tests run in tmp_path: put this checkout first, or ``-m gpu_jobs`` would import the
+    # installed (editable) copy, which may be another worktree's.
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     return subprocess.run(
-        [sys.executable, "-m", "gpu_jobs", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "gpu_jobs", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
 
 

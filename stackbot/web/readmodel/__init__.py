@@ -10,7 +10,7 @@ from stackbot.domain.retention import human_bytes
 from stackbot.web.readmodel.jobs import JobDetail, job_detail, list_jobs
 from stackbot.web.readmodel.maintenance import MaintenanceView, maintenance_view
 from stackbot.web.readmodel.pulls import PullRow, pull_detail, pull_rows
-from stackbot.web.readmodel.runs import run_detail, run_steps
+from stackbot.web.readmodel.runs import FindingRow, run_detail, run_findings, run_steps
 from stackbot.web.readmodel.series import (
     SeriesListRow,
     SeriesPage,
@@ -31,6 +31,7 @@ from stackbot.web.readmodel.tasks import TaskCounts, change_token, task_counts
 
 __all__ = [
     "FINISHED_JOB_STATES",
+    "FindingRow",
     "JobDetail",
     "JobSummary",
     "MaintenanceView",
@@ -52,6 +53,7 @@ __all__ = [
     "pull_detail",
     "pull_rows",
     "run_detail",
+    "run_findings",
     "run_steps",
     "series_page",
     "series_slug",

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlmodel import Session
 
 from stackbot.db import integration_store
+from stackbot.db.models import IntegrationRun
+from stackbot.services.report_views import series_findings
 from stackbot.web.readmodel.cells import cells_of_runs
 from stackbot.web.readmodel.summaries import RunSummary, StepRow, TestCell, run_summary, step_row
 
@@ -21,3 +25,38 @@ def run_detail(
         return None
     cells = cells_of_runs(session, [run])
     return run_summary(run), run_steps(session, run_id), cells.get(run_id, ())
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    """One failing test of a run as the test plan classed it (issue 13), for the run page."""
+
+    label: str
+    nodeid: str
+    failure_class: str
+    pr: int | None
+    evidence: str
+
+
+_CLASS_WORDS = {
+    "new": "new",
+    "pre-existing": "pre-existing (fails on main too)",
+    "flaky": "flaky (passed on a rerun)",
+    "suspect": "being confirmed",
+    "bisecting": "being bisected",
+}
+
+
+def run_findings(session: Session, run: IntegrationRun) -> list[FindingRow]:
+    """The run's findings with their evidence (three queries whatever their number)."""
+    rows = []
+    for f in series_findings(session, run):
+        if f.failure_class == "flaky" and f.failed_in and f.passed_in:
+            evidence = f"failed in job {f.failed_in[0]}, passed in job {f.passed_in[0]}"
+        else:
+            evidence = "; ".join(f"{role}: job {j}" for j, role in f.roles)
+        if f.note:
+            evidence += f" ({f.note})"
+        word = _CLASS_WORDS.get(f.failure_class, f.failure_class)
+        rows.append(FindingRow(f.label, f.nodeid, word, f.pr, evidence))
+    return rows
