@@ -34,6 +34,8 @@ class NodeReport:
     # Set when this node stopped the job before its tests: the status and why.
     abort_status: str | None = None
     abort_message: str = ""
+    abort_error_of: str = ""  # "tree" or "node" when the runner knew whose fault the abort was
+    abort_cause: str = ""
     node_check: PhaseOutcome | None = None
     node_check_message: str = ""
     tests: PhaseOutcome | None = None
@@ -62,6 +64,8 @@ class NodeReport:
             missing_targets=tuple(data.get("missing_targets", ())),
             abort_status=data.get("abort_status"),
             abort_message=str(data.get("abort_message", "")),
+            abort_error_of=str(data.get("abort_error_of", "")),
+            abort_cause=str(data.get("abort_cause", "")),
             node_check=phase("node_check"),
             node_check_message=str(data.get("node_check_message", "")),
             tests=phase("tests"),

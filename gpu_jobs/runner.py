@@ -45,9 +45,14 @@ PHASES = ("node_check", "tests")
 
 
 class Aborted(Exception):
-    def __init__(self, status: str, message: str) -> None:
+    """Stops the job before its tests; ``error_of`` and ``cause`` say whose fault it is and why
+    when the runner knows (a tree without any of the targets is the tree's)."""
+
+    def __init__(self, status: str, message: str, error_of: str = "", cause: str = "") -> None:
         super().__init__(message)
         self.status = status
+        self.error_of = error_of
+        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,12 @@ class _NodeRun:
             self._tests(tree, targets, device)
         except Aborted as exc:
             self.say(f"stopping: {exc}")
-            self._update(abort_status=exc.status, abort_message=str(exc))
+            self._update(
+                abort_status=exc.status,
+                abort_message=str(exc),
+                abort_error_of=exc.error_of,
+                abort_cause=exc.cause,
+            )
             if self.report.setup_s == 0.0:
                 self._update(setup_s=time.monotonic() - setup_start)
             self._vote_failure_if_unvoted(exc)
@@ -189,7 +199,12 @@ class _NodeRun:
         if missing:
             self.say(f"setup: {len(missing)} target(s) absent from the tree: {', '.join(missing)}")
         if not present:
-            raise Aborted("error", f"targets: none of the targets exist in {tree.root}")
+            raise Aborted(
+                "error",
+                f"targets: none of the targets exist in {tree.root}",
+                error_of="tree",
+                cause=f"none of the targets exist in the tree: {', '.join(missing)}",
+            )
         env = launch_env(_environ(), spec.env, cpu=spec.launcher.device == "cpu")
         try:
             node_prep.run_setup_commands(

@@ -116,8 +116,13 @@ def _status(
     merged = judged.merged
     for report in present.values():
         if report.abort_status is not None:
-            error_of: ErrorOf = "node" if report.abort_status == "infra" else ""
-            return Verdict(report.abort_status, report.abort_message, error_of)  # type: ignore[arg-type]
+            error_of = report.abort_error_of or ("node" if report.abort_status == "infra" else "")
+            return Verdict(
+                report.abort_status,  # type: ignore[arg-type]
+                report.abort_message,
+                error_of,  # type: ignore[arg-type]
+                report.abort_cause,
+            )
     phases = [report.tests for report in present.values() if report.tests is not None]
     if any(report.interrupted for report in present.values()):
         return Verdict(

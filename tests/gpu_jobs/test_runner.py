@@ -209,6 +209,11 @@ def test_no_existing_target_is_an_error_before_anything_launches(tmp_path: Path)
     assert done.returncode == 1
     assert result.status == "error" and "none of the targets exist" in result.message
     assert result.missing_targets == ("tests/unit_tests/test_amax_reduction_group.py",)
+    # The tree's fault, and the cause names the target that is missing.
+    assert result.error_of == "tree"
+    assert result.cause == (
+        "none of the targets exist in the tree: tests/unit_tests/test_amax_reduction_group.py"
+    )
 
 
 def test_merge_collects_a_job_whose_runners_died_before_reporting(tmp_path: Path) -> None:
