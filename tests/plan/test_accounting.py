@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlmodel import Session, select
 
@@ -15,6 +17,8 @@ from stackbot.config import Settings
 from stackbot.db import accounting_store
 from stackbot.db.models import Job
 from stackbot.domain import accounting
+from stackbot.web import dashboard
+from stackbot.web.readmodel.series import series_slug
 
 
 def test_gpu_seconds_is_nodes_times_gpus_times_wall_time() -> None:
@@ -49,3 +53,13 @@ def test_store_sums_agree_with_the_timing_executor(engine: Engine, settings: Set
     by_id = {j.id: j for j in jobs}
     saved = sum(by_id[j.reused_from_job_id].gpu_seconds or 0.0 for j in copies) / 3600
     assert total.saved_by_reuse == pytest.approx(saved) and saved > 0
+
+    app = FastAPI()
+    app.state.engine = engine
+    dashboard.install(app)
+    with TestClient(app) as client:
+        body = client.get(f"/api/series/{series_slug(SERIES)}/gpu").json()
+        assert client.get("/api/series/a%00b/gpu").status_code == 404
+    assert body["gpu_hours"] == pytest.approx(series.total, abs=1e-3)
+    assert body["saved_by_reuse"] == pytest.approx(series.saved_by_reuse, abs=1e-3)
+    assert set(body["by_purpose"]) == set(series.by_purpose)
