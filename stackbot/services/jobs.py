@@ -40,6 +40,7 @@ from stackbot.db.models import IntegrationRun, Job, TestResult
 from stackbot.db.models._columns import utcnow
 from stackbot.db.models.jobs import FINISHED_STATES as FINISHED
 from stackbot.db.models.jobs import STARTING
+from stackbot.domain import accounting
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,7 @@ def _copy_outcome(job: Job, source: Job) -> None:
     job.started_at = source.started_at
     job.finished_at = source.finished_at
     job.error = source.error
+    job.gpu_seconds = 0.0  # a reused result costs nothing of its own
 
 
 # -- advancing jobs ---------------------------------------------------------------------------
@@ -306,6 +308,7 @@ def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str |
         row.started_at = _parse_time(result.started_at) or row.started_at or utcnow()
         row.finished_at = _parse_time(result.finished_at) or utcnow()
         row.error = result.message if result.status != "passed" and result.message else None
+        row.gpu_seconds = accounting.gpu_seconds(row.shape, row.started_at, row.finished_at)
         session.add(row)
         jobs_store.add_test_results(
             session,
@@ -398,6 +401,7 @@ def _fail(engine: Engine, job_id: int, status: str, message: str) -> None:
         row.status = status
         row.error = message
         row.finished_at = utcnow()
+        row.gpu_seconds = accounting.gpu_seconds(row.shape, row.started_at, row.finished_at)
         session.add(row)
 
 

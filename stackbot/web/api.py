@@ -8,6 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from sqlmodel import Session
 
 from stackbot.config import MaintenanceSettings
+from stackbot.db import accounting_store
 from stackbot.web import readmodel
 from stackbot.web.params import PullNumber, RowId
 from stackbot.web.readmodel.tasks import last_data_change
@@ -41,6 +42,21 @@ def api_series_detail(request: Request, slug: str) -> dict[str, Any]:
     if page is None:
         raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
     return page.to_json()
+
+
+@router.get("/series/{slug}/gpu", summary="GPU-hours one series' jobs spent, by purpose")
+def api_series_gpu(request: Request, slug: str) -> dict[str, Any]:
+    """Two aggregate queries, whatever the number of PRs: GPU-hours spent by purpose (tree,
+    confirm, bisect, retry) and what reused results saved (their sources' GPU-hours)."""
+    if "\x00" in slug:  # no series key holds a NUL (and PostgreSQL refuses one)
+        raise HTTPException(404, f"no series {slug!r}")
+    with _session(request) as session:
+        hours = accounting_store.series_gpu_hours(session, series_key=readmodel.key_from_slug(slug))
+    return {
+        "gpu_hours": round(hours.total, 3),
+        "by_purpose": {k: round(v, 3) for k, v in sorted(hours.by_purpose.items())},
+        "saved_by_reuse": round(hours.saved_by_reuse, 3),
+    }
 
 
 @router.get("/pulls/{number}", summary="One pull request with its stack, runs and tests")
