@@ -206,7 +206,23 @@ def test_runs(
         why = _create_jobs(engine, run_id, requests, states)
         if why:
             untested[run_id] = why
+    if any(run_id in untested for run_id in _series_runs(engine, chosen)):
+        # The series tree cannot be tested (a PR in it waits for a vetter, say): each PR's
+        # stack is tested instead, as under every-stack, so an approved PR is not held back.
+        for run_id in run_ids:
+            if run_id not in chosen:
+                why = _create_jobs(engine, run_id, requests, states)
+                if why:
+                    untested[run_id] = why
+                else:
+                    untested.pop(run_id, None)
     return untested
+
+
+def _series_runs(engine: Engine, run_ids: Sequence[int]) -> list[int]:
+    with Session(engine) as session:
+        runs = [integration_store.get_run(session, run_id=run_id) for run_id in run_ids]
+    return [r.id for r in runs if r is not None and r.id and r.kind == RunKind.SERIES]
 
 
 def plan_tested_runs(engine: Engine, settings: Settings, run_ids: Sequence[int]) -> None:

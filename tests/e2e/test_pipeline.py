@@ -82,9 +82,10 @@ def test_a_stack_is_integrated_tested_against_main_and_reported(world: World) ->
     _, body12 = world.sticky(12)
     assert "approved by @bob" in body12
     assert "3 passed" in body12
-    # every tree is tested once: the series tree (#11 + #12) is #12's stack tree, reused
+    # every tree is tested once: under series-first the series tree (#11 + #12, which is
+    # #12's stack tree) is tested and #12's report shows it
     assert max(_originals(world).values()) == 1
-    assert "reused from run" in body12
+    assert "on the series integration" in body12
 
 
 def test_a_parents_new_head_reintegrates_its_children(world: World) -> None:
