@@ -13,7 +13,7 @@ from stackbot.db.models._columns import json_column, text_column, time_column, u
 
 class Task(SQLModel, table=True):
     __tablename__ = "tasks"
-    __table_args__ = (Index("ix_tasks_claim", "status", "run_after"),)
+    __table_args__ = (Index("ix_tasks_claim", "status", "run_after", "id"),)
 
     id: int | None = Field(default=None, primary_key=True)
     kind: str = Field(max_length=60, index=True)
