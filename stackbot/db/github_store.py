@@ -267,6 +267,23 @@ def series_keys_of(session: Session, *, repo_id: int, number: int) -> list[str]:
     return sorted(session.exec(statement))
 
 
+def series_keys_of_prs(
+    session: Session, *, repo_id: int, numbers: Sequence[int]
+) -> dict[int, list[str]]:
+    """:func:`series_keys_of` for several PRs in one query (every asked PR is a key)."""
+    found: dict[int, list[str]] = {n: [] for n in numbers}
+    if not found:
+        return found
+    statement = (
+        select(SeriesMember.pr_number, Series.key)
+        .join(Series, col(SeriesMember.series_id) == col(Series.id))
+        .where(Series.repo_id == repo_id, col(SeriesMember.pr_number).in_(sorted(found)))
+    )
+    for number, key in session.exec(statement):
+        found[number].append(key)
+    return {n: sorted(keys) for n, keys in found.items()}
+
+
 def list_edges(session: Session, *, repo_id: int) -> list[DependencyEdge]:
     statement = select(DependencyEdge).where(DependencyEdge.repo_id == repo_id)
     return list(session.exec(statement.order_by(col(DependencyEdge.id))))
@@ -318,6 +335,23 @@ def approvals_of(session: Session, *, repo_id: int, pr_number: int) -> list[Appr
         .order_by(col(Approval.id))
     )
     return list(session.exec(statement))
+
+
+def approvals_of_prs(
+    session: Session, *, repo_id: int, numbers: Sequence[int]
+) -> dict[int, list[Approval]]:
+    """:func:`approvals_of` for several PRs in one query (every asked PR is a key)."""
+    found: dict[int, list[Approval]] = {n: [] for n in numbers}
+    if not found:
+        return found
+    statement = (
+        select(Approval)
+        .where(Approval.repo_id == repo_id, col(Approval.pr_number).in_(sorted(found)))
+        .order_by(col(Approval.id))
+    )
+    for approval in session.exec(statement):
+        found[approval.pr_number].append(approval)
+    return found
 
 
 # -- reports ----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -187,6 +188,20 @@ def newest_runs(
     return list(session.exec(statement.order_by(col(IntegrationRun.id).desc()).limit(limit)))
 
 
+def newest_runs_of_targets(
+    session: Session, *, repo_id: int, kind: str, targets: Sequence[int], limit: int
+) -> list[IntegrationRun]:
+    """The newest ``limit`` runs of a kind made for any of ``targets``, newest first."""
+    if not targets:
+        return []
+    statement = select(IntegrationRun).where(
+        IntegrationRun.repo_id == repo_id,
+        IntegrationRun.kind == kind,
+        col(IntegrationRun.target_pr).in_(sorted(set(targets))),
+    )
+    return list(session.exec(statement.order_by(col(IntegrationRun.id).desc()).limit(limit)))
+
+
 def latest_stack_run(session: Session, *, repo_id: int, target_pr: int) -> IntegrationRun | None:
     """The newest stack run made for PR ``target_pr``."""
     return session.exec(
@@ -198,6 +213,21 @@ def latest_stack_run(session: Session, *, repo_id: int, target_pr: int) -> Integ
         )
         .order_by(col(IntegrationRun.id).desc())
     ).first()
+
+
+def steps_of_runs(session: Session, *, run_ids: Sequence[int]) -> dict[int, list[IntegrationStep]]:
+    """:func:`steps_of` for several runs in one query (every asked run is a key)."""
+    found: dict[int, list[IntegrationStep]] = {run_id: [] for run_id in run_ids}
+    if not found:
+        return found
+    statement = (
+        select(IntegrationStep)
+        .where(col(IntegrationStep.run_id).in_(sorted(found)))
+        .order_by(col(IntegrationStep.run_id), col(IntegrationStep.position))
+    )
+    for step in session.exec(statement):
+        found[step.run_id].append(step)
+    return found
 
 
 def steps_of(session: Session, *, run_id: int) -> list[IntegrationStep]:

@@ -171,6 +171,22 @@ def results_of_job(session: Session, *, job_id: int) -> list[TestResult]:
     )
 
 
+def results_of_jobs(session: Session, *, job_ids: Sequence[int]) -> dict[int, list[TestResult]]:
+    """The per-test results of several jobs in one query: job id → results by node id (every
+    asked id is a key, with an empty list when the job has none)."""
+    found: dict[int, list[TestResult]] = {job_id: [] for job_id in job_ids}
+    if not found:
+        return found
+    rows = session.exec(
+        select(TestResult)
+        .where(col(TestResult.job_id).in_(sorted(found)))
+        .order_by(col(TestResult.job_id), col(TestResult.nodeid))
+    )
+    for row in rows:
+        found[row.job_id].append(row)
+    return found
+
+
 def runs_of_jobs(session: Session, *, jobs: Sequence[Job]) -> list[IntegrationRun]:
     """The runs these jobs test, and for baseline jobs every run on their base commit."""
     run_ids = {j.integration_run_id for j in jobs if j.integration_run_id is not None}

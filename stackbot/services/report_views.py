@@ -11,9 +11,10 @@ each test job the newest baseline job on the run's base commit with the same tes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlmodel import Session, col, select
 
@@ -47,6 +48,33 @@ from stackbot.domain.report import (
 from stackbot.errors import BadInput
 from stackbot.services.test_plan import merged_order
 
+T = TypeVar("T")
+_MEMO = "stackbot.report_views.batch"
+
+
+@contextmanager
+def _batch(session: Session) -> Iterator[None]:
+    """While building the views of many PRs in one read, what they share (the series run, its
+    jobs and their results, main's baselines, the series list) is read once. The memo lives in
+    the session only for the batch: a session that writes between two reports never sees it."""
+    if _MEMO in session.info:
+        yield
+        return
+    session.info[_MEMO] = {}
+    try:
+        yield
+    finally:
+        session.info.pop(_MEMO, None)
+
+
+def _memo(session: Session, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+    memo: dict[tuple[Any, ...], Any] | None = session.info.get(_MEMO)
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]  # type: ignore[no-any-return]
+
 
 @dataclass(frozen=True)
 class _RepoGraph:
@@ -66,10 +94,63 @@ def build_report_views(
         store.list_edges(session, repo_id=repository.id),
         {row.number: row for row in store.list_pulls(session, repo_id=repository.id)},
     )
-    views = [
-        build_report_view(session, settings, repo=repo, number=n, graph=graph) for n in numbers
-    ]
+    with _batch(session):
+        _preload(session, repository.id, [n for n in numbers if n in graph.rows], graph)
+        views = [
+            build_report_view(session, settings, repo=repo, number=n, graph=graph) for n in numbers
+        ]
     return [view for view in views if view is not None]
+
+
+def _preload(session: Session, repo_id: int, numbers: list[int], graph: _RepoGraph) -> None:
+    """Fill the batch's memo for ``numbers`` with a fixed number of queries: their series keys,
+    approvals, stack runs (the newest runs of their heads), the jobs and steps of those runs
+    and of the series runs, main's baselines and every shown job's per-test results. What is
+    not found here (a stack run older than the window) is read per PR as before."""
+    memo = session.info[_MEMO]
+    keys = store.series_keys_of_prs(session, repo_id=repo_id, numbers=numbers)
+    for number, found in keys.items():
+        memo[("series keys", repo_id, number)] = found
+    for number, approvals in store.approvals_of_prs(
+        session, repo_id=repo_id, numbers=numbers
+    ).items():
+        memo[("approvals", repo_id, number)] = approvals
+    runs: list[IntegrationRun] = []
+    window = integration_store.newest_runs_of_targets(
+        session, repo_id=repo_id, kind=RunKind.STACK, targets=numbers, limit=20 * len(numbers)
+    )
+    for number in numbers:
+        head = graph.rows[number].head_sha
+        match = next(
+            (r for r in window if r.target_pr == number and r.heads.get(str(number)) == head),
+            None,
+        )
+        if match is not None:
+            memo[("stack run", repo_id, number, head)] = match
+            runs.append(match)
+    for key in sorted({k[0] for k in keys.values() if k}):
+        series_run = _latest_run(session, repo_id, kind=RunKind.SERIES, series_key=key)
+        memo[("series run", repo_id, key)] = series_run
+        if series_run is not None:
+            runs.append(series_run)
+    run_ids = sorted({r.id for r in runs if r.id is not None})
+    jobs_by_run: dict[int, list[Job]] = {run_id: [] for run_id in run_ids}
+    for job in sorted(jobs_store.jobs_of_runs(session, run_ids=run_ids), key=lambda j: j.id or 0):
+        if job.integration_run_id in jobs_by_run:
+            jobs_by_run[job.integration_run_id].append(job)
+    for run_id, jobs in jobs_by_run.items():
+        memo[("jobs", run_id)] = jobs
+    for run_id, steps in integration_store.steps_of_runs(session, run_ids=run_ids).items():
+        memo[("steps", run_id)] = steps
+    shown = [job for jobs in jobs_by_run.values() for job in jobs]
+    for run in runs:
+        baselines = _memo(
+            session,
+            ("baselines", run.repo_id, run.base_sha),
+            lambda run=run: _baselines(session, run),  # type: ignore[misc]
+        )
+        shown.extend(baselines.values())
+    _prefetch_results(session, shown)
 
 
 def build_report_view(
@@ -80,7 +161,9 @@ def build_report_view(
     number: int,
     graph: _RepoGraph | None = None,
 ) -> PrReportView | None:
-    repository = store.get_repository(session, full_name=repo)
+    repository = _memo(
+        session, ("repository", repo), lambda: store.get_repository(session, full_name=repo)
+    )
     if repository is None or repository.id is None:
         return None
     repo_id = repository.id
@@ -93,13 +176,25 @@ def build_report_view(
     if pr is None:
         return None
     base_url = settings.public_url.rstrip("/")
-    keys = store.series_keys_of(session, repo_id=repo_id, number=number)
+    keys = _memo(
+        session,
+        ("series keys", repo_id, number),
+        lambda: store.series_keys_of(session, repo_id=repo_id, number=number),
+    )
     series_key = keys[0] if keys else None
-    stack_run = _latest_run(
-        session, repo_id, kind=RunKind.STACK, target_pr=number, head=(number, pr.head_sha)
+    stack_run = _memo(
+        session,
+        ("stack run", repo_id, number, pr.head_sha),
+        lambda: _latest_run(
+            session, repo_id, kind=RunKind.STACK, target_pr=number, head=(number, pr.head_sha)
+        ),
     )
     series_run = (
-        _latest_run(session, repo_id, kind=RunKind.SERIES, series_key=series_key)
+        _memo(
+            session,
+            ("series run", repo_id, series_key),
+            lambda: _latest_run(session, repo_id, kind=RunKind.SERIES, series_key=series_key),
+        )
         if series_key
         else None
     )
@@ -122,7 +217,13 @@ def build_report_view(
         main_sha=main_sha or series_main,
         series_tests=series_tests,
         series_tested_commit=series_run.final_commit if series_run and series_tests else None,
-        findings=series_findings(session, series_run) if series_run else (),
+        findings=(
+            _memo(
+                session, ("findings", series_run.id), lambda: series_findings(session, series_run)
+            )
+            if series_run
+            else ()
+        ),
         series_run_id=series_run.id if series_run else None,
         url=f"{base_url}/pulls/{number}",
     )
@@ -134,7 +235,11 @@ def _ref(pr: PullRequest) -> PrRef:
 
 
 def _approval(session: Session, repo_id: int, pr: PullRequest) -> ApprovalView:
-    approvals = store.approvals_of(session, repo_id=repo_id, pr_number=pr.number)
+    approvals = _memo(
+        session,
+        ("approvals", repo_id, pr.number),
+        lambda: store.approvals_of(session, repo_id=repo_id, pr_number=pr.number),
+    )
     current = next((a for a in approvals if a.sha == pr.head_sha), None)
     if current is not None:
         if current.kind == "trusted":
@@ -155,7 +260,10 @@ def _stack(
         return tuple(_ref(rows[n]) if n in rows else PrRef(n, state="unknown") for n in numbers)
 
     problems: list[str] = []
-    for series in store.list_series(session, repo_id=repo_id):
+    every_series = _memo(
+        session, ("series", repo_id), lambda: store.list_series(session, repo_id=repo_id)
+    )
+    for series in every_series:
         if series.key == series_key:
             problems = [p["detail"] for p in series.problems if number in p.get("prs", ())]
     return StackView(series_key, refs(parents), refs(children), tuple(problems))
@@ -246,7 +354,10 @@ def _integration(
     if run is None:
         return None
     assert run.id is not None
-    steps = integration_store.steps_of(session, run_id=run.id)
+    run_id = run.id
+    steps = _memo(
+        session, ("steps", run_id), lambda: integration_store.steps_of(session, run_id=run_id)
+    )
     return IntegrationView(
         kind="series" if run.kind == RunKind.SERIES else "stack",
         status=run.status,
@@ -316,11 +427,15 @@ def _test_rows(
     session: Session, run: IntegrationRun, base_url: str
 ) -> tuple[tuple[TestRow, ...], str | None]:
     assert run.id is not None
-    jobs = jobs_store.jobs_of_run(session, run_id=run.id)
+    run_id = run.id
+    jobs = _memo(session, ("jobs", run_id), lambda: jobs_store.jobs_of_run(session, run_id=run_id))
     newest: dict[tuple[str, str], Job] = {}
     for job in jobs:
         newest[(job.test_set, job.shape)] = job
-    baselines = _baselines(session, run)
+    baselines = _memo(
+        session, ("baselines", run.repo_id, run.base_sha), lambda: _baselines(session, run)
+    )
+    _prefetch_results(session, [*newest.values(), *baselines.values()])
     rows = tuple(
         _row(session, job, baselines.get(label), base_url) for label, job in sorted(newest.items())
     )
@@ -345,7 +460,10 @@ def _row(session: Session, job: Job, baseline: Job | None, base_url: str) -> Tes
             comparison = compare_with_main(here, main)
     reused = None
     if job.reused_from_job_id is not None:
-        source = jobs_store.get_job(session, job_id=job.reused_from_job_id)
+        source_id = job.reused_from_job_id
+        source = _memo(
+            session, ("job", source_id), lambda: jobs_store.get_job(session, job_id=source_id)
+        )
         reused = ReusedFrom(source.integration_run_id if source else None, job.reused_from_job_id)
     return TestRow(
         test_set=job.test_set,
@@ -358,15 +476,36 @@ def _row(session: Session, job: Job, baseline: Job | None, base_url: str) -> Tes
     )
 
 
+def _prefetch_results(session: Session, jobs: Sequence[Job]) -> None:
+    """In a batch, the per-test rows of every job about to be shown, in one query."""
+    if _MEMO not in session.info:
+        return
+    memo = session.info[_MEMO]
+    wanted = [j.id for j in jobs if j.id is not None and ("results", j.id) not in memo]
+    if wanted:
+        for job_id, rows in jobs_store.results_of_jobs(session, job_ids=wanted).items():
+            memo[("results", job_id)] = rows
+
+
 def _outcomes(session: Session, job: Job) -> TestOutcomes | None:
     """The job's results: its stored result JSON, else its per-test rows, else its counts."""
+    assert job.id is not None
+    job_id = job.id
+    return _memo(session, ("outcomes", job_id), lambda: _job_outcomes(session, job))
+
+
+def _job_outcomes(session: Session, job: Job) -> TestOutcomes | None:
     if job.result:
         try:
             return TestOutcomes.from_result_json({**job.result, "status": job.status})
         except BadInput:
             pass  # an unreadable result: fall back to what else the job recorded
     assert job.id is not None
-    tests = {row.nodeid: row.outcome for row in jobs_store.results_of_job(session, job_id=job.id)}
+    job_id = job.id
+    rows = _memo(
+        session, ("results", job_id), lambda: jobs_store.results_of_job(session, job_id=job_id)
+    )
+    tests = {row.nodeid: row.outcome for row in rows}
     if tests:
         return TestOutcomes(job.status, Counts.of_tests(tests), tests)
     if job.counts:

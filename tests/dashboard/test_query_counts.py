@@ -1,0 +1,104 @@
+"""The series page and its JSON read a fixed number of queries whatever the series' size
+(issue 16 goal 5), and the batched PR views equal the ones built one PR at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, event
+from sqlmodel import Session
+
+from stackbot.config import load_settings
+from stackbot.db import migrate
+from stackbot.db.engine import make_engine
+from stackbot.services.report_views import build_report_view, build_report_views
+from stackbot.web import dashboard
+from tests.support import postgres
+from tests.support.dashboard_data import seed_series
+
+PAGES = ("/series/6307", "/api/series/6307")
+
+
+@contextmanager
+def _seeded(backend: str, tmp_path: Path, prs: int) -> Iterator[Engine]:
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / f'{prs}.db'}"
+        migrate.upgrade(url)
+        engine = make_engine(url)
+        try:
+            seed_series(engine, prs=prs, extra_jobs=2 * prs)
+            yield engine
+        finally:
+            engine.dispose()
+        return
+    with postgres.fresh_database() as url:
+        migrate.upgrade(url)
+        engine = make_engine(url)
+        try:
+            seed_series(engine, prs=prs, extra_jobs=2 * prs)
+            yield engine
+        finally:
+            engine.dispose()
+
+
+def _queries_per_page(engine: Engine) -> dict[str, int]:
+    app = FastAPI()
+    app.state.engine = engine
+    dashboard.install(app)
+    counts: dict[str, int] = {}
+    seen: list[str] = []
+
+    def record(*args: object) -> None:
+        seen.append(str(args[2]))
+
+    with TestClient(app) as client:
+        for path in PAGES:
+            assert client.get(path).status_code == 200  # warm: templates, first-use lookups
+            seen.clear()
+            event.listen(engine, "before_cursor_execute", record)
+            try:
+                response = client.get(path)
+            finally:
+                event.remove(engine, "before_cursor_execute", record)
+            assert response.status_code == 200, path
+            counts[path] = len(seen)
+    return counts
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def test_the_series_page_reads_as_many_queries_for_30_prs_as_for_10(
+    backend: str, tmp_path: Path
+) -> None:
+    with _seeded(backend, tmp_path, 10) as engine:
+        small = _queries_per_page(engine)
+    with _seeded(backend, tmp_path, 30) as engine:
+        large = _queries_per_page(engine)
+    assert small == large, (small, large)
+    # Each PR's verdict needs its stack run, jobs, results, approvals and series: read one PR
+    # at a time that was about 25 queries per PR (1,510 for 60 PRs).
+    assert all(count < 40 for count in large.values()), large
+
+
+def test_the_batched_views_equal_the_views_of_one_pr_at_a_time(
+    engine: Engine, tmp_path: Path
+) -> None:
+    seed_series(engine, prs=8, extra_jobs=10)
+    settings = load_settings(dev=True, data_dir=tmp_path / "data")
+    numbers = list(range(8034, 8042))
+    with Session(engine) as session:
+        batched = build_report_views(session, settings, repo="NVIDIA/Megatron-LM", numbers=numbers)
+    with Session(engine) as session:
+        single = [
+            build_report_view(session, settings, repo="NVIDIA/Megatron-LM", number=n)
+            for n in numbers
+        ]
+    assert len(batched) == 8
+    assert batched == [view for view in single if view is not None]
+    assert any(view.tests for view in batched)  # the comparison covers test rows
