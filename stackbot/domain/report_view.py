@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from stackbot.domain.comparison import Comparison
+from stackbot.domain.own_tests import OwnTestsView
 
 ApprovalKind = Literal["approved", "trusted", "waiting"]
 CheckStatus = Literal["queued", "in_progress", "completed"]
@@ -157,6 +158,8 @@ class PrReportView:
     # What the test plan concluded about the series run's failing tests (issue 13).
     findings: tuple[FindingView, ...] = ()
     series_run_id: int | None = None
+    # The PR's own test files on the tree tested for it, compared with main file by file.
+    own_tests: OwnTestsView | None = None
 
     def row(self, test_set: str, shape: str) -> TestRow:
         for row in self.tests:

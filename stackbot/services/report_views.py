@@ -18,6 +18,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from gpu_jobs.spec import ContractError
+from gpu_jobs.testsets import own_test_set_pr
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db import integration_store, jobs_store
@@ -45,6 +46,7 @@ from stackbot.domain.report import (
     TestRow,
 )
 from stackbot.errors import BadInput
+from stackbot.services.own_tests import own_tests_view
 from stackbot.services.test_plan import merged_order
 
 
@@ -125,6 +127,14 @@ def build_report_view(
         findings=series_findings(session, series_run) if series_run else (),
         series_run_id=series_run.id if series_run else None,
         url=f"{base_url}/pulls/{number}",
+        own_tests=own_tests_view(
+            session,
+            number,
+            [
+                (stack_run, "the stack integration"),
+                (series_run, f"the series {series_key} integration"),
+            ],
+        ),
     )
 
 
@@ -319,7 +329,8 @@ def _test_rows(
     jobs = jobs_store.jobs_of_run(session, run_id=run.id)
     newest: dict[tuple[str, str], Job] = {}
     for job in jobs:
-        newest[(job.test_set, job.shape)] = job
+        if own_test_set_pr(job.test_set) is None:  # own test files: their own section
+            newest[(job.test_set, job.shape)] = job
     baselines = _baselines(session, run)
     rows = tuple(
         _row(session, job, baselines.get(label), base_url) for label, job in sorted(newest.items())
