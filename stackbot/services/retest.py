@@ -8,6 +8,7 @@ from stackbot.db import integration_store
 from stackbot.db.engine import session_scope
 from stackbot.domain.tasks import PollJobs, Report, Retest
 from stackbot.services import jobs as job_service
+from stackbot.services import own_tests as own_service
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 
@@ -27,6 +28,9 @@ def handle_retest(ctx: TaskContext, task: Retest) -> None:
         if run is None or run.heads.get(str(task.number)) != pr.head_sha or not run.final_tree:
             return  # no integration of the current head yet: the next integrate tests it
         requests = job_service.job_requests(ctx.services.test_sets(), ctx.settings, task.test_sets)
+        if task.test_sets is None:  # all: the PR's own test files too
+            steps = integration_store.steps_of(session, run_id=run.id) if run.id else []
+            requests += own_service.run_requests(ctx.services.own_tests(), run, steps)
         created = job_service.create_run_jobs(session, run, requests, force=True)
     if created:
         ctx.enqueue_task(PollJobs())

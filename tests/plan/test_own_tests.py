@@ -39,9 +39,9 @@ from stackbot.domain.pipeline import PrState
 from stackbot.domain.report import render_sticky_comment
 from stackbot.domain.report_view import ApprovalView, PrRef, PrReportView
 from stackbot.domain.types import PrNumber
+from stackbot.services import integrate
 from stackbot.services import jobs as job_service
 from stackbot.services import own_tests as own_service
-from stackbot.services import integrate
 
 HEADER = 'schema_version = "1.0"\n[test_sets.a]\nshapes = ["1x4"]\nmegatron_targets = ["t.py"]\n'
 
@@ -75,7 +75,11 @@ def test_the_table_is_read_with_rules_first_match_wins() -> None:
     assert test_set.name == "own:8035" and test_set.megatron_targets == (
         "tests/unit_tests/a/test_y.py",
     )
-    assert (test_set.timeout_s, test_set.env, test_set.markers) == (90.0, {"A": "1"}, "not internal")
+    assert (test_set.timeout_s, test_set.env, test_set.markers) == (
+        90.0,
+        {"A": "1"},
+        "not internal",
+    )
     # The test sets of the same file still load: [own_tests] is not an unknown field there.
     assert set(parse_test_sets(HEADER + "[own_tests]\n", Path("own.toml"))) == {"a"}
 
@@ -530,3 +534,31 @@ def test_file_counts() -> None:
     main = FileCounts(4, 1)
     line = OwnFileView("tests/b.py", "modified", "2x4", "passed", counts["tests/b.py"], True, main)
     assert line.line() == "`tests/b.py` (2x4): 1 passed vs 4 passed, 1 failed on main"
+
+
+def test_a_retest_of_all_sets_reruns_the_prs_own_files_too(
+    engine: Engine, settings: Settings
+) -> None:
+    from stackbot.db.models import PullRequest
+    from stackbot.domain.tasks import Retest
+    from stackbot.services.resources import WorkerResources
+    from stackbot.services.retest import handle_retest
+
+    with session_scope(engine) as session:
+        run = _run(session, "stack", [(8034, "h8034"), (8035, "h8035")], own=FILES)
+        session.add(PullRequest(repo_id=run.repo_id, number=8035, head_sha="h8035"))
+
+    class Ctx:  # what handle_retest reads of a TaskContext
+        def __init__(self) -> None:
+            self.engine, self.settings = engine, settings
+            self.services = WorkerResources(settings)
+            self.enqueued: list[object] = []
+
+        def enqueue_task(self, task: object) -> None:
+            self.enqueued.append(task)
+
+    handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="amax-group"))  # type: ignore[arg-type]
+    assert {j.test_set for j in _jobs(engine)} == {"amax-group"}
+    handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035))  # type: ignore[arg-type]
+    made = {(j.test_set, j.shape) for j in _jobs(engine)}
+    assert ("own:8035", "1x4") in made and not any(t == "own:8034" for t, _ in made)
