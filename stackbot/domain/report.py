@@ -106,7 +106,7 @@ def _sections(view: PrReportView) -> list[str]:
         _integration(view),
         _allowlist(view.allowlist),
         _tests(view),
-        render_own_tests(view.own_tests),
+        "\n\n".join(render_own_tests(own) for own in view.own_tests),
         _findings(view),
     ]
 

@@ -158,8 +158,9 @@ class PrReportView:
     # What the test plan concluded about the series run's failing tests (issue 13).
     findings: tuple[FindingView, ...] = ()
     series_run_id: int | None = None
-    # The PR's own test files on the tree tested for it, compared with main file by file.
-    own_tests: OwnTestsView | None = None
+    # The PR's own test files on each tree that tested them (the stack's, then the series'),
+    # compared with main file by file.
+    own_tests: tuple[OwnTestsView, ...] = ()
 
     def row(self, test_set: str, shape: str) -> TestRow:
         for row in self.tests:

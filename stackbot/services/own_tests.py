@@ -7,7 +7,7 @@ beside the configured test sets, and compared with main file by file for the PR'
   merged step (``integration_steps.own_test_files``).
 - :func:`run_requests` / :func:`baseline_requests`: the jobs they make, one per PR and shape
   (the files whose rule names that shape), and main's baseline of the files main has.
-- :func:`own_tests_view`: what the PR's comment says of them.
+- :func:`own_tests_views`: what the PR's comment says of them.
 """
 
 from __future__ import annotations
@@ -150,70 +150,74 @@ def _on_main(files: Sequence[OwnFile], path: str) -> bool:
 # -- the PR's comment ---------------------------------------------------------------------------
 
 
-def own_tests_view(
+def own_tests_views(
     session: Session,
     number: int,
     runs: Sequence[tuple[IntegrationRun | None, str]],
+) -> tuple[OwnTestsView, ...]:
+    """PR ``number``'s own test files on each of ``runs`` (a run and how the comment names it)
+    that tested them, compared with main (like the Tests section: the stack, then the series)."""
+    found = [view for run, where in runs if (view := own_tests_view(session, number, run, where))]
+    return tuple(found)
+
+
+def own_tests_view(
+    session: Session, number: int, run: IntegrationRun | None, where: str
 ) -> OwnTestsView | None:
-    """PR ``number``'s own test files on the first of ``runs`` (a run and how the comment names
-    it) that tested them, compared with main."""
+    """PR ``number``'s own test files on ``run``, compared with main (None: not tested there)."""
     name = own_test_set_name(number)
-    for run, where in runs:
-        if run is None or run.id is None:
-            continue
-        step = next(
-            (
-                s
-                for s in integration_store.steps_of(session, run_id=run.id)
-                if s.pr_number == number and s.outcome in _MERGED
-            ),
-            None,
-        )
-        jobs = [
-            j
-            for j in jobs_store.jobs_of_run(session, run_id=run.id)
-            if j.test_set == name and j.step_position is None and j.attempt == 1
-        ]
-        if step is None or not step.own_test_files or not jobs:
-            continue
-        newest: dict[str, Job] = {}
-        for job in sorted(jobs, key=lambda j: j.id or 0):
-            newest[job.shape] = job  # an infra retry supersedes the job it retries
-        baselines: dict[str, Job] = {}
-        for job in jobs_store.baselines_on(session, repo_id=run.repo_id, commit_sha=run.base_sha):
-            if job.test_set == name and job.status not in NOT_REUSABLE_STATES:
-                baselines[job.shape] = job
-        files = _files_of(step)
-        views = []
-        for shape, job in sorted(newest.items()):
-            here = _outcomes(session, job)
-            base = baselines.get(shape)
-            main = _outcomes(session, base) if base is not None else None
-            targets = list(job.targets or ())
-            here_counts = counts_by_file(here, targets) if here is not None else {}
-            main_counts = counts_by_file(main, targets) if main is not None else {}
-            for file in files:
-                if file.path not in targets:
-                    continue
-                ran_on_main = base is not None and file.path in (base.targets or ())
-                views.append(
-                    OwnFileView(
-                        path=file.path,
-                        status=file.status,
-                        shape=shape,
-                        job_status=job.status,
-                        here=here_counts.get(file.path),
-                        on_main=file.on_main,
-                        main=main_counts.get(file.path) if ran_on_main else None,
-                        main_status=base.status if base is not None and ran_on_main else None,
-                        error=(job.error or "").strip().splitlines()[-1][:200]
-                        if job.error
-                        else None,
-                    )
+    if run is None or run.id is None:
+        return None
+    step = next(
+        (
+            s
+            for s in integration_store.steps_of(session, run_id=run.id)
+            if s.pr_number == number and s.outcome in _MERGED
+        ),
+        None,
+    )
+    jobs = [
+        j
+        for j in jobs_store.jobs_of_run(session, run_id=run.id)
+        if j.test_set == name and j.step_position is None and j.attempt == 1
+    ]
+    if step is None or not step.own_test_files or not jobs:
+        return None
+    newest: dict[str, Job] = {}
+    for job in sorted(jobs, key=lambda j: j.id or 0):
+        newest[job.shape] = job  # an infra retry supersedes the job it retries
+    baselines: dict[str, Job] = {}
+    for job in jobs_store.baselines_on(session, repo_id=run.repo_id, commit_sha=run.base_sha):
+        if job.test_set == name and job.status not in NOT_REUSABLE_STATES:
+            baselines[job.shape] = job
+    files = _files_of(step)
+    views = []
+    for shape, job in sorted(newest.items()):
+        here = _outcomes(session, job)
+        base = baselines.get(shape)
+        main = _outcomes(session, base) if base is not None else None
+        targets = list(job.targets or ())
+        here_counts = counts_by_file(here, targets) if here is not None else {}
+        main_counts = counts_by_file(main, targets) if main is not None else {}
+        for file in files:
+            if file.path not in targets:
+                continue  # the file runs on other shapes
+            ran_on_main = base is not None and file.path in (base.targets or ())
+            views.append(
+                OwnFileView(
+                    path=file.path,
+                    status=file.status,
+                    shape=shape,
+                    job_status=job.status,
+                    here=here_counts.get(file.path),
+                    on_main=file.on_main,
+                    main=main_counts.get(file.path) if ran_on_main else None,
+                    main_status=base.status if base is not None and ran_on_main else None,
+                    error=(job.error or "").strip().splitlines()[-1][:200] if job.error else None,
                 )
-        views.sort(key=lambda v: (v.path, v.shape))
-        return OwnTestsView(number, where, run.final_commit, run.base_sha, tuple(views))
-    return None
+            )
+    views.sort(key=lambda v: (v.path, v.shape))
+    return OwnTestsView(number, where, run.final_commit, run.base_sha, tuple(views))
 
 
 def _outcomes(session: Session, job: Job) -> dict[str, str] | None:

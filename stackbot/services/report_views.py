@@ -46,7 +46,7 @@ from stackbot.domain.report import (
     TestRow,
 )
 from stackbot.errors import BadInput
-from stackbot.services.own_tests import own_tests_view
+from stackbot.services.own_tests import own_tests_views
 from stackbot.services.test_plan import merged_order
 
 
@@ -127,7 +127,7 @@ def build_report_view(
         findings=series_findings(session, series_run) if series_run else (),
         series_run_id=series_run.id if series_run else None,
         url=f"{base_url}/pulls/{number}",
-        own_tests=own_tests_view(
+        own_tests=own_tests_views(
             session,
             number,
             [

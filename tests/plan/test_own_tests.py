@@ -470,9 +470,11 @@ def test_the_comment_compares_each_file_with_main(engine: Engine, settings: Sett
     def view(number: int) -> OwnTestsView | None:
         with Session(engine) as session:
             series = integration_store.get_run(session, run_id=run_id)
-            return own_service.own_tests_view(
+            views = own_service.own_tests_views(
                 session, number, [(None, "the stack"), (series, "the series #6307 integration")]
             )
+        assert len(views) <= 1
+        return views[0] if views else None
 
     # main's baseline still runs
     own = view(8035)
@@ -507,7 +509,7 @@ def test_the_comment_compares_each_file_with_main(engine: Engine, settings: Sett
             pr=PrRef(8035, "t"),
             head_sha="h" * 40,
             approval=ApprovalView("trusted", by="x"),
-            own_tests=own,
+            own_tests=(own,),
         )
     )
     assert f"- `{ctx}` (1x4): 14 passed, 1 failed (failing: `test_broken`) vs 5 on main" in comment
@@ -562,3 +564,33 @@ def test_a_retest_of_all_sets_reruns_the_prs_own_files_too(
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035))  # type: ignore[arg-type]
     made = {(j.test_set, j.shape) for j in _jobs(engine)}
     assert ("own:8035", "1x4") in made and not any(t == "own:8034" for t, _ in made)
+
+
+def test_each_file_is_shown_on_the_shapes_it_runs_on(engine: Engine, settings: Settings) -> None:
+    files = {
+        8036: [
+            {"path": "tests/unit_tests/test_a.py", "status": "added", "on_main": False},
+            {"path": "tests/unit_tests/test_b_2x4.py", "status": "modified", "on_main": True},
+        ]
+    }
+    with session_scope(engine) as session:
+        run = _run(session, "series", [(8036, "h8036")], own=files, tree="u" * 40)
+        run_id = run.id
+    assert run_id is not None
+    integrate.test_runs(
+        engine,
+        settings,
+        [run_id],
+        [],
+        {8036: PrState(PrNumber(8036), "h8036", True, frozenset({"h8036"}))},
+        own=RULED,
+    )
+    with Session(engine) as session:
+        series = integration_store.get_run(session, run_id=run_id)
+        views = own_service.own_tests_views(session, 8036, [(series, "the series")])
+    [view] = views
+    assert [f.line() for f in view.files] == [
+        "`tests/unit_tests/test_a.py` (1x4): queued",
+        "`tests/unit_tests/test_b_2x4.py` (1x4): queued",
+        "`tests/unit_tests/test_b_2x4.py` (2x4): queued",
+    ]
