@@ -106,9 +106,9 @@ def build_report_view(
         else None
     )
     generated = set(settings.generated_files)
-    tests, main_sha = _test_rows(session, stack_run, base_url) if stack_run else ((), None)
+    tests, main_sha = _test_rows(session, stack_run, base_url, number) if stack_run else ((), None)
     series_tests, series_main = (
-        _test_rows(session, series_run, base_url) if series_run else ((), None)
+        _test_rows(session, series_run, base_url, number) if series_run else ((), None)
     )
     return PrReportView(
         repo=repo,
@@ -323,17 +323,19 @@ def _entry_text(item: Any) -> str:
 
 
 def _test_rows(
-    session: Session, run: IntegrationRun, base_url: str
+    session: Session, run: IntegrationRun, base_url: str, number: int | None = None
 ) -> tuple[tuple[TestRow, ...], str | None]:
     assert run.id is not None
     jobs = jobs_store.jobs_of_run(session, run_id=run.id)
     newest: dict[tuple[str, str], Job] = {}
     for job in jobs:
-        if own_test_set_pr(job.test_set) is None:  # own test files: their own section
+        own = own_test_set_pr(job.test_set)
+        if own is None or own == number:  # a PR's own test files: on that PR only
             newest[(job.test_set, job.shape)] = job
     baselines = _baselines(session, run)
     rows = tuple(
-        _row(session, job, baselines.get(label), base_url) for label, job in sorted(newest.items())
+        _row(session, job, baselines.get(label), base_url, _none_on_main(session, run, job))
+        for label, job in sorted(newest.items())
     )
     return rows, (run.base_sha or None) if rows else None
 
@@ -347,12 +349,25 @@ def _baselines(session: Session, run: IntegrationRun) -> dict[tuple[str, str], J
     return found
 
 
-def _row(session: Session, job: Job, baseline: Job | None, base_url: str) -> TestRow:
+def _none_on_main(session: Session, run: IntegrationRun, job: Job) -> bool:
+    """Whether ``job`` runs a PR's own test files of which main has none (no baseline is made:
+    main's side is empty, not pending)."""
+    if own_test_set_pr(job.test_set) is None:
+        return False
+    baselines = jobs_store.baselines_on(session, repo_id=run.repo_id, commit_sha=run.base_sha)
+    return not any((b.test_set, b.shape) == (job.test_set, job.shape) for b in baselines)
+
+
+def _row(
+    session: Session, job: Job, baseline: Job | None, base_url: str, none_on_main: bool = False
+) -> TestRow:
     comparison = None
     if job.status in FINISHED_STATES:
         here = _outcomes(session, job)
         if here is not None:
             main = _outcomes(session, baseline) if baseline is not None else None
+            if none_on_main:
+                main = TestOutcomes("passed", Counts(), {})
             comparison = compare_with_main(here, main)
     reused = None
     if job.reused_from_job_id is not None:

@@ -561,9 +561,14 @@ def test_a_retest_of_all_sets_reruns_the_prs_own_files_too(
 
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="amax-group"))  # type: ignore[arg-type]
     assert {j.test_set for j in _jobs(engine)} == {"amax-group"}
+    # Re-running the check run of the PR's own files (external id run/SET/SHAPE).
+    rerun = Retest("NVIDIA/Megatron-LM", 8035, check_run_id=1, external_id="1/own:8035/1x4")
+    handle_retest(Ctx(), rerun)  # type: ignore[arg-type]
+    assert sorted(j.test_set for j in _jobs(engine)) == ["amax-group", "amax-group", "own:8035"]
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035))  # type: ignore[arg-type]
-    made = {(j.test_set, j.shape) for j in _jobs(engine)}
-    assert ("own:8035", "1x4") in made and not any(t == "own:8034" for t, _ in made)
+    made = [j.test_set for j in _jobs(engine)]
+    assert made.count("own:8035") == 2 and "own:8034" not in made
+    assert made.count("blockwise-recipe") == 1
 
 
 def test_each_file_is_shown_on_the_shapes_it_runs_on(engine: Engine, settings: Settings) -> None:
@@ -594,3 +599,51 @@ def test_each_file_is_shown_on_the_shapes_it_runs_on(engine: Engine, settings: S
         "`tests/unit_tests/test_b_2x4.py` (1x4): queued",
         "`tests/unit_tests/test_b_2x4.py` (2x4): queued",
     ]
+
+
+def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
+    engine: Engine, settings: Settings
+) -> None:
+    from stackbot.db.models import PullRequest
+    from stackbot.domain.report import render_check_run
+    from stackbot.services import report_views
+
+    with session_scope(engine) as session:
+        run = _run(session, "stack", [(8034, "h8034"), (8035, "h8035")], own=FILES)
+        for n in (8034, 8035):
+            session.add(PullRequest(repo_id=run.repo_id, number=n, head_sha=f"h{n}"))
+        run_id = run.id
+    assert run_id is not None
+    _create(engine, settings, run_id)  # 8035's files: its job, main's baseline of test_ctx.py
+    with session_scope(engine) as session:  # 8034's files on the same tree, none on main
+        stored = integration_store.get_run(session, run_id=run_id)
+        assert stored is not None
+        job_service.create_run_jobs(
+            session, stored, own_service._requests(RULED, 8034, ["tests/unit_tests/test_t_2x4.py"])
+        )
+    jobs = {(j.test_set, j.shape): j for j in _jobs(engine) if j.kind == "integration"}
+    for key in (("own:8035", "1x4"), ("own:8034", "1x4")):
+        job_id = jobs[key].id
+        assert job_id is not None
+        tests = {"tests/unit_tests/test_new.py::test_a": "passed"}
+        job_service.record_result(engine, job_id, _result(job_id, tests), node="n")
+    with Session(engine) as session:
+        view = report_views.build_report_view(
+            session, settings, repo="NVIDIA/Megatron-LM", number=8035
+        )
+        run_row = integration_store.get_run(session, run_id=run_id)
+        assert run_row is not None
+        rows_8034, _ = report_views._test_rows(session, run_row, "", 8034)
+    assert view is not None
+    # 8035's own job is its test row (and check run); 8034's is not.
+    assert [(r.test_set, r.shape) for r in view.tests] == [("own:8035", "1x4")]
+    [row] = view.tests
+    # main has test_ctx.py and its job has not run: main's side is pending
+    assert row.comparison is not None and row.comparison.main_counts is None
+    check = render_check_run(view, "own:8035", "1x4")
+    assert check.name == "stackbot / own:8035 1x4" and check.conclusion == "success"
+    # Main has none of 8034's files (no baseline): its side is empty, not pending.
+    assert [(r.test_set, r.shape) for r in rows_8034] == [("own:8034", "1x4"), ("own:8034", "2x4")]
+    comparison = rows_8034[0].comparison
+    assert comparison is not None and comparison.main_counts is not None
+    assert comparison.main_counts.passed == 0 and len(comparison.absent_on_main) == 1
