@@ -6,6 +6,7 @@ names the file and the field, e.g. ``stackbot-tests.toml: test_sets.amax-group.s
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,10 @@ NODE_CHECK_TARGET = "suites/node_check/test_node_check.py"
 _KNOWN_KEYS = {"description", "shapes", "timeout_s", "megatron_targets", "reference_targets"}
 _KNOWN_KEYS |= {"env", "container_image", "setup_commands"}
 _KNOWN_KEYS |= {"markers", "tolerated_markers", "min_world_size"}
+_OWN_KEYS = {"roots", "default_shapes", "rules", "timeout_s", "env", "container_image"}
+_OWN_KEYS |= {"setup_commands", "markers", "tolerated_markers"}
+# The test-set name of a PR's own test files: ``own:8035`` (see :class:`OwnTests`).
+OWN_PREFIX = "own:"
 
 
 class TestSetError(ContractError):
@@ -108,6 +113,169 @@ class TestSet:
         )
 
 
+@dataclass(frozen=True)
+class OwnRule:
+    """Test files whose path matches ``glob`` run on ``shapes``."""
+
+    glob: str
+    shapes: tuple[Shape, ...]
+
+    def matches(self, path: str) -> bool:
+        return glob_match(self.glob, path)
+
+
+@dataclass(frozen=True)
+class OwnTests:
+    """How a PR's own test files run: the test files it adds or modifies under ``roots`` run
+    beside the configured test sets, on the shapes of the first rule whose glob matches the
+    file (else ``default_shapes``), and are compared with main file by file."""
+
+    __test__ = False
+
+    roots: tuple[str, ...] = ("tests/unit_tests",)
+    default_shapes: tuple[Shape, ...] = (Shape(1, 4),)
+    rules: tuple[OwnRule, ...] = ()
+    timeout_s: float = 3600.0
+    env: dict[str, str] = field(default_factory=dict)
+    container_image: str | None = None
+    setup_commands: tuple[str, ...] = ()
+    markers: str | None = None
+    tolerated_markers: tuple[str, ...] = ()
+
+    def is_test_file(self, path: str) -> bool:
+        """A pytest file (``test_*.py`` or ``*_test.py``) under one of the roots."""
+        name = path.rsplit("/", 1)[-1]
+        if not name.endswith(".py") or not (name.startswith("test_") or name.endswith("_test.py")):
+            return False
+        return any(path.startswith(root.rstrip("/") + "/") for root in self.roots)
+
+    def shapes_for(self, path: str) -> tuple[Shape, ...]:
+        for rule in self.rules:
+            if rule.matches(path):
+                return rule.shapes
+        return self.default_shapes
+
+    def test_set(self, pr: int, targets: tuple[str, ...], shape: Shape | str) -> TestSet:
+        """The test set of PR ``pr``'s own files ``targets`` on ``shape``."""
+        shape = Shape.parse(shape) if isinstance(shape, str) else shape
+        return TestSet(
+            name=own_test_set_name(pr),
+            shapes=(shape,),
+            megatron_targets=tuple(targets),
+            reference_targets=(),
+            timeout_s=self.timeout_s,
+            env=dict(self.env),
+            container_image=self.container_image,
+            setup_commands=self.setup_commands,
+            description=f"the test files #{pr} adds or modifies",
+            markers=self.markers,
+            tolerated_markers=self.tolerated_markers,
+        )
+
+
+def own_test_set_name(pr: int) -> str:
+    return f"{OWN_PREFIX}{pr}"
+
+
+def own_test_set_pr(name: str) -> int | None:
+    """The PR whose own test files the test set ``name`` runs (None: a configured test set)."""
+    if not name.startswith(OWN_PREFIX) or not name[len(OWN_PREFIX) :].isdigit():
+        return None
+    return int(name[len(OWN_PREFIX) :])
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """``pattern`` matches the whole ``path``: ``*`` and ``?`` stay inside one directory,
+    ``**/`` stands for any number of directories (none included)."""
+    return _glob_regex(pattern).fullmatch(path) is not None
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def load_own_tests(path: Path | str | None = None) -> OwnTests | None:
+    """The ``[own_tests]`` table of ``path`` (None: the built-in file); None when the file has
+    none (a PR's own test files are then not run)."""
+    path = Path(path) if path is not None else BUILTIN_TEST_SETS
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TestSetError(path, "<file>", f"cannot be read: {exc.strerror or exc}") from None
+    return parse_own_tests(text, path)
+
+
+def parse_own_tests(text: str, path: Path) -> OwnTests | None:
+    data = _parse_toml(text, path)
+    if data.get("own_tests") is None:
+        return None
+    try:
+        return _own_tests(data["own_tests"])
+    except ContractError as exc:
+        raise TestSetError(path, exc.field, exc.problem) from None
+
+
+def _own_tests(body: Any) -> OwnTests:
+    r = FieldReader(body, "own_tests")
+    unknown = sorted(set(body) - _OWN_KEYS)
+    if unknown:
+        raise ContractError(r.name(unknown[0]), "is not a known own_tests field (misspelt?)")
+    roots = r.texts("roots", ("tests/unit_tests",))
+    if not roots:
+        raise ContractError(r.name("roots"), "must list at least one directory")
+    for i, root in enumerate(roots):
+        if not root.strip("/") or root.startswith("/") or ".." in root.split("/"):
+            raise ContractError(f"{r.name('roots')}[{i}]", f"{root!r} is not a relative directory")
+    defaults = _shapes(r, "default_shapes", ("1x4",))
+    rules = []
+    for rule in r.objects("rules"):
+        glob = rule.text("glob")
+        if not glob.strip():
+            raise ContractError(rule.name("glob"), "must not be empty")
+        rules.append(OwnRule(glob, _shapes(rule, "shapes", ())))
+        rule.refuse_unknown()
+    timeout_s = r.number("timeout_s", 3600.0)
+    if timeout_s <= 0:
+        raise ContractError(r.name("timeout_s"), "must be positive")
+    markers, tolerated = r.opt_text("markers"), r.texts("tolerated_markers")
+    check_conventions(markers, tolerated, {}, "own_tests.")
+    return OwnTests(
+        roots=tuple(root.strip("/") for root in roots),
+        default_shapes=defaults,
+        rules=tuple(rules),
+        timeout_s=timeout_s,
+        env=r.text_map("env"),
+        container_image=r.opt_text("container_image") or None,
+        setup_commands=r.texts("setup_commands"),
+        markers=markers,
+        tolerated_markers=tolerated,
+    )
+
+
+def _shapes(r: FieldReader, key: str, default: tuple[str, ...]) -> tuple[Shape, ...]:
+    texts = r.texts(key, default)
+    if not texts:
+        raise ContractError(r.name(key), "must list at least one shape such as '1x4'")
+    return tuple(Shape.parse(s, f"{r.name(key)}[{i}]") for i, s in enumerate(texts))
+
+
 def load_test_sets(path: Path | str | None = None) -> dict[str, TestSet]:
     """Test sets by name from ``path`` (None: the built-in file)."""
     path = Path(path) if path is not None else BUILTIN_TEST_SETS
@@ -132,6 +300,7 @@ def parse_test_sets(text: str, path: Path) -> dict[str, TestSet]:
         root = FieldReader(data)
         parse_version(root.text("schema_version", "1.0"), "schema_version", 1)
         sets_table = root.raw("test_sets")
+        root.raw("own_tests")  # read by parse_own_tests
         if not isinstance(sets_table, dict) or not sets_table:
             raise ContractError("test_sets", "needs at least one [test_sets.NAME] table")
         root.refuse_unknown()

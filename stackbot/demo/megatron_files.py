@@ -458,6 +458,22 @@ TEST_QUANT_CONTEXT = _py('''
         assert layer.fp8_context().amax_reduction_group is collection.tp_cp
 ''')
 
+# #8035 adds a test of the FP4 context to the file (its own test file, compared with main's).
+TEST_QUANT_CONTEXT_8035 = (
+    TEST_QUANT_CONTEXT
+    + "\n\n"
+    + _py("""
+
+
+    def test_fp4_context_reduces_over_its_own_ranks(device):
+        collection, ranks = strided_collection()
+        layer = TransformerLayer(pg_collection=collection)
+        group = layer.fp4_context().amax_reduction_group
+        got = reduced_max(float(dist.get_rank()), group, device)
+        assert got == float(max(ranks)), f"reduced over the wrong ranks: max {got}, expected {max(ranks)}"
+""")
+)
+
 TEST_AMAX_GROUP = _py('''
     """amax_reduction_group picks tp_cp or tp_dp_cp from a collection."""
 

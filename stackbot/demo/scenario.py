@@ -72,7 +72,13 @@ CHANGES_8034 = {
     "megatron/core/fp8_utils.py": mf.FP8_UTILS_8034,
     "tests/unit_tests/test_amax_reduction_group.py": mf.TEST_AMAX_GROUP,
 }
-CHANGES_8035 = {"megatron/core/transformer/transformer_layer.py": mf.TRANSFORMER_LAYER_8035}
+CHANGES_8035 = {
+    "megatron/core/transformer/transformer_layer.py": mf.TRANSFORMER_LAYER_8035,
+    # its own test file: compared with main's version of it in #8035's comment
+    "tests/unit_tests/transformer/test_quantization_context_amax_group.py": (
+        mf.TEST_QUANT_CONTEXT_8035
+    ),
+}
 CHANGES_8748 = {
     "megatron/core/extensions/transformer_engine.py": mf.TE_EXTENSION_8748,
     "tests/unit_tests/extension/__init__.py": "",

@@ -9,6 +9,7 @@ even when its database has forgotten the comment's id.
 from __future__ import annotations
 
 from stackbot.domain.comparison import Comparison
+from stackbot.domain.own_tests import render_own_tests
 from stackbot.domain.report_view import (
     AllowlistView,
     ApprovalKind,
@@ -105,6 +106,7 @@ def _sections(view: PrReportView) -> list[str]:
         _integration(view),
         _allowlist(view.allowlist),
         _tests(view),
+        "\n\n".join(render_own_tests(own) for own in view.own_tests),
         _findings(view),
     ]
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from stackbot.domain.comparison import Comparison
+from stackbot.domain.own_tests import OwnTestsView
 
 ApprovalKind = Literal["approved", "trusted", "waiting"]
 CheckStatus = Literal["queued", "in_progress", "completed"]
@@ -157,6 +158,9 @@ class PrReportView:
     # What the test plan concluded about the series run's failing tests (issue 13).
     findings: tuple[FindingView, ...] = ()
     series_run_id: int | None = None
+    # The PR's own test files on each tree that tested them (the stack's, then the series'),
+    # compared with main file by file.
+    own_tests: tuple[OwnTestsView, ...] = ()
 
     def row(self, test_set: str, shape: str) -> TestRow:
         for row in self.tests:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from gpu_jobs.testsets import OwnTests
 from stackbot.adapters.git import GitMirror
 from stackbot.adapters.git_maintenance import shared_use
 from stackbot.config import Settings
@@ -30,6 +31,7 @@ from stackbot.domain.tasks import ConflictMatrix, Integrate, PollJobs, Report
 from stackbot.domain.types import PrNumber
 from stackbot.errors import BadInput
 from stackbot.services import jobs as job_service
+from stackbot.services import own_tests as own_service
 from stackbot.services import test_plan
 from stackbot.services.integration import RunRequest, run_integration
 from stackbot.services.resources import WorkerResources
@@ -115,12 +117,13 @@ def integrate(
             task.series_key,
         )
         requests = job_service.job_requests(resources.test_sets(), settings)
+        own = resources.own_tests()
         made: list[int] = []
         for plan in planned:
             run_id, reused = _run_once(engine, settings, resources, mirror, target, plan)
             (outcome.reused_runs if reused else outcome.run_ids).append(run_id)
             made.append(run_id)
-        outcome.untested.update(test_runs(engine, settings, made, requests, states))
+        outcome.untested.update(test_runs(engine, settings, made, requests, states, own=own))
         with session_scope(engine) as session:
             tested = [
                 rid for rid in outcome.run_ids + outcome.reused_runs if rid not in outcome.untested
@@ -132,7 +135,7 @@ def integrate(
                     base_ref=base_ref,
                     base_sha=base_sha,
                     base_tree=mirror.tree_of(base_sha),
-                    requests=requests,
+                    requests=[*requests, *_own_baselines(session, own, tested)],
                 )
         plan_tested_runs(engine, settings, tested)
         with Session(engine) as session:
@@ -182,8 +185,24 @@ def _run_once(
         )
         row.base_ref = target.base_ref  # the branch, not the SHA the run was pinned to
         session.add(row)
+        own_service.record_own_test_files(
+            session, mirror, resources.own_tests(), row, depends_on=plan.depends_on
+        )
         assert row.id is not None
         return row.id, False
+
+
+def _own_baselines(
+    session: Session, own: OwnTests | None, run_ids: Sequence[int]
+) -> list[job_service.JobRequest]:
+    """Main's jobs for the own test files of the tested runs' PRs that main has."""
+    requests: list[job_service.JobRequest] = []
+    for run_id in run_ids:
+        run = integration_store.get_run(session, run_id=run_id)
+        if run is not None:
+            steps = integration_store.steps_of(session, run_id=run_id)
+            requests.extend(own_service.baseline_requests(own, run, steps))
+    return requests
 
 
 def test_runs(
@@ -192,6 +211,8 @@ def test_runs(
     run_ids: Sequence[int],
     requests: Sequence[job_service.JobRequest],
     states: dict[int, PrState],
+    *,
+    own: OwnTests | None = None,
 ) -> dict[int, str]:
     """Create the jobs of one integration's runs that the test plan policy tests; returns why
     each other run gets no jobs."""
@@ -203,7 +224,7 @@ def test_runs(
     # The series' jobs first: a stack whose tree equals the series' then reuses them, and the
     # shared jobs keep the series' place in the queue instead of a stack's.
     for run_id in chosen:
-        why = _create_jobs(engine, run_id, requests, states)
+        why = _create_jobs(engine, run_id, requests, states, own)
         if why:
             untested[run_id] = why
     if any(run_id in untested for run_id in _series_runs(engine, chosen)):
@@ -211,7 +232,7 @@ def test_runs(
         # stack is tested instead, as under every-stack, so an approved PR is not held back.
         for run_id in run_ids:
             if run_id not in chosen:
-                why = _create_jobs(engine, run_id, requests, states)
+                why = _create_jobs(engine, run_id, requests, states, own)
                 if why:
                     untested[run_id] = why
                 else:
@@ -257,6 +278,7 @@ def _create_jobs(
     run_id: int,
     requests: Sequence[job_service.JobRequest],
     states: dict[int, PrState],
+    own: OwnTests | None = None,
 ) -> str | None:
     """Jobs for the run's tree, or why it is not tested."""
     with session_scope(engine) as session:
@@ -274,7 +296,8 @@ def _create_jobs(
         why = untested_reason([PrNumber(n) for n in merged], heads, states)
         if why:
             return why
-        job_service.create_run_jobs(session, run, requests)
+        own_requests = own_service.run_requests(own, run, steps)
+        job_service.create_run_jobs(session, run, [*requests, *own_requests])
     return None
 
 

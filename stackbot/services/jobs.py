@@ -32,7 +32,7 @@ from sqlmodel import Session
 
 from gpu_jobs.executors import Executor, ExecutorError, JobHandle, PoolBusy, StartUnknown
 from gpu_jobs.spec import ContractError, JobResult
-from gpu_jobs.testsets import TestSet
+from gpu_jobs.testsets import OwnTests, TestSet, own_test_set_pr
 from stackbot.config import Settings
 from stackbot.db import jobs_store
 from stackbot.db.engine import session_scope
@@ -65,6 +65,13 @@ def config_hash(test_set: TestSet, shape: str) -> str:
 class JobRequest:
     test_set: TestSet
     shape: str
+
+    @property
+    def targets(self) -> list[str] | None:
+        """The job's own targets: a PR's own test files (None: the test set's)."""
+        if own_test_set_pr(self.test_set.name) is None:
+            return None
+        return list(self.test_set.megatron_targets)
 
     @property
     def label(self) -> str:
@@ -118,6 +125,7 @@ def create_run_jobs(
             config_hash=digest,
             purpose="tree",
             series_key=run.series_key,
+            targets=request.targets,
         )
         if source is not None:
             _copy_outcome(job, source)
@@ -152,6 +160,7 @@ def create_baseline_jobs(
             commit_sha=base_sha,
             config_hash=digest,
             purpose="baseline",
+            targets=request.targets,
         )
         source = reusable_job(session, base_tree, digest)
         if source is not None:
@@ -212,6 +221,17 @@ class JobBackend:
     node_check: bool
     # At most this many jobs of one series starting or running (0: no limit).
     per_series_limit: int = 0
+    # How PRs' own test files run (``own:N`` jobs); None: not configured.
+    own_tests: OwnTests | None = None
+
+    def test_set_of(self, job: Job) -> TestSet | None:
+        """What ``job`` runs: its configured test set, or its PR's own test files."""
+        pr = own_test_set_pr(job.test_set)
+        if pr is None:
+            return self.test_sets.get(job.test_set)
+        if self.own_tests is None or not job.targets:
+            return None
+        return self.own_tests.test_set(pr, tuple(job.targets), job.shape)
 
 
 # The order queued jobs start in (issue 13): main's baselines first (every comparison needs
@@ -345,7 +365,7 @@ def _submit_one(
     """Start one queued job, or adopt one an earlier pass began to start; False when the
     executor has no room (stop submitting)."""
     assert job.id is not None
-    test_set = backend.test_sets.get(job.test_set)
+    test_set = backend.test_set_of(job)
     if test_set is None:
         _fail(engine, job.id, "error", f"test set {job.test_set!r} is no longer configured")
         return True

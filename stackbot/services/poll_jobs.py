@@ -42,6 +42,7 @@ def handle_poll_jobs(ctx: TaskContext, task: PollJobs) -> None:
     backend = job_service.JobBackend(
         executor=resources.executor(),
         test_sets=resources.test_sets(),
+        own_tests=resources.own_tests(),
         jobs_dir=settings.jobs_dir,
         node_check=settings.job_node_check,
         per_series_limit=settings.max_running_jobs_per_series,

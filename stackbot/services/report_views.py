@@ -11,14 +11,14 @@ each test job the newest baseline job on the run's base commit with the same tes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlmodel import Session, col, select
 
 from gpu_jobs.spec import ContractError
+from gpu_jobs.testsets import own_test_set_pr
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db import integration_store, jobs_store
@@ -46,34 +46,9 @@ from stackbot.domain.report import (
     TestRow,
 )
 from stackbot.errors import BadInput
+from stackbot.services.own_tests import own_tests_views
+from stackbot.services.read_batch import baselines_on, batch, memo, memo_table
 from stackbot.services.test_plan import merged_order
-
-T = TypeVar("T")
-_MEMO = "stackbot.report_views.batch"
-
-
-@contextmanager
-def _batch(session: Session) -> Iterator[None]:
-    """While building the views of many PRs in one read, what they share (the series run, its
-    jobs and their results, main's baselines, the series list) is read once. The memo lives in
-    the session only for the batch: a session that writes between two reports never sees it."""
-    if _MEMO in session.info:
-        yield
-        return
-    session.info[_MEMO] = {}
-    try:
-        yield
-    finally:
-        session.info.pop(_MEMO, None)
-
-
-def _memo(session: Session, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
-    memo: dict[tuple[Any, ...], Any] | None = session.info.get(_MEMO)
-    if memo is None:
-        return compute()
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -94,7 +69,7 @@ def build_report_views(
         store.list_edges(session, repo_id=repository.id),
         {row.number: row for row in store.list_pulls(session, repo_id=repository.id)},
     )
-    with _batch(session):
+    with batch(session):
         _preload(session, repository.id, [n for n in numbers if n in graph.rows], graph)
         views = [
             build_report_view(session, settings, repo=repo, number=n, graph=graph) for n in numbers
@@ -107,14 +82,15 @@ def _preload(session: Session, repo_id: int, numbers: list[int], graph: _RepoGra
     approvals, stack runs (the newest runs of their heads), the jobs and steps of those runs
     and of the series runs, main's baselines and every shown job's per-test results. What is
     not found here (a stack run older than the window) is read per PR as before."""
-    memo = session.info[_MEMO]
+    table = memo_table(session)
+    assert table is not None  # called inside batch()
     keys = store.series_keys_of_prs(session, repo_id=repo_id, numbers=numbers)
     for number, found in keys.items():
-        memo[("series keys", repo_id, number)] = found
+        table[("series keys", repo_id, number)] = found
     for number, approvals in store.approvals_of_prs(
         session, repo_id=repo_id, numbers=numbers
     ).items():
-        memo[("approvals", repo_id, number)] = approvals
+        table[("approvals", repo_id, number)] = approvals
     runs: list[IntegrationRun] = []
     window = integration_store.newest_runs_of_targets(
         session, repo_id=repo_id, kind=RunKind.STACK, targets=numbers, limit=20 * len(numbers)
@@ -126,11 +102,11 @@ def _preload(session: Session, repo_id: int, numbers: list[int], graph: _RepoGra
             None,
         )
         if match is not None:
-            memo[("stack run", repo_id, number, head)] = match
+            table[("stack run", repo_id, number, head)] = match
             runs.append(match)
     for key in sorted({k[0] for k in keys.values() if k}):
         series_run = _latest_run(session, repo_id, kind=RunKind.SERIES, series_key=key)
-        memo[("series run", repo_id, key)] = series_run
+        table[("series run", repo_id, key)] = series_run
         if series_run is not None:
             runs.append(series_run)
     run_ids = sorted({r.id for r in runs if r.id is not None})
@@ -139,12 +115,12 @@ def _preload(session: Session, repo_id: int, numbers: list[int], graph: _RepoGra
         if job.integration_run_id in jobs_by_run:
             jobs_by_run[job.integration_run_id].append(job)
     for run_id, jobs in jobs_by_run.items():
-        memo[("jobs", run_id)] = jobs
+        table[("jobs", run_id)] = jobs
     for run_id, steps in integration_store.steps_of_runs(session, run_ids=run_ids).items():
-        memo[("steps", run_id)] = steps
+        table[("steps", run_id)] = steps
     shown = [job for jobs in jobs_by_run.values() for job in jobs]
     for run in runs:
-        baselines = _memo(
+        baselines = memo(
             session,
             ("baselines", run.repo_id, run.base_sha),
             lambda run=run: _baselines(session, run),  # type: ignore[misc]
@@ -161,7 +137,7 @@ def build_report_view(
     number: int,
     graph: _RepoGraph | None = None,
 ) -> PrReportView | None:
-    repository = _memo(
+    repository = memo(
         session, ("repository", repo), lambda: store.get_repository(session, full_name=repo)
     )
     if repository is None or repository.id is None:
@@ -176,13 +152,13 @@ def build_report_view(
     if pr is None:
         return None
     base_url = settings.public_url.rstrip("/")
-    keys = _memo(
+    keys = memo(
         session,
         ("series keys", repo_id, number),
         lambda: store.series_keys_of(session, repo_id=repo_id, number=number),
     )
     series_key = keys[0] if keys else None
-    stack_run = _memo(
+    stack_run = memo(
         session,
         ("stack run", repo_id, number, pr.head_sha),
         lambda: _latest_run(
@@ -190,7 +166,7 @@ def build_report_view(
         ),
     )
     series_run = (
-        _memo(
+        memo(
             session,
             ("series run", repo_id, series_key),
             lambda: _latest_run(session, repo_id, kind=RunKind.SERIES, series_key=series_key),
@@ -199,9 +175,9 @@ def build_report_view(
         else None
     )
     generated = set(settings.generated_files)
-    tests, main_sha = _test_rows(session, stack_run, base_url) if stack_run else ((), None)
+    tests, main_sha = _test_rows(session, stack_run, base_url, number) if stack_run else ((), None)
     series_tests, series_main = (
-        _test_rows(session, series_run, base_url) if series_run else ((), None)
+        _test_rows(session, series_run, base_url, number) if series_run else ((), None)
     )
     return PrReportView(
         repo=repo,
@@ -218,14 +194,20 @@ def build_report_view(
         series_tests=series_tests,
         series_tested_commit=series_run.final_commit if series_run and series_tests else None,
         findings=(
-            _memo(
-                session, ("findings", series_run.id), lambda: series_findings(session, series_run)
-            )
+            memo(session, ("findings", series_run.id), lambda: series_findings(session, series_run))
             if series_run
             else ()
         ),
         series_run_id=series_run.id if series_run else None,
         url=f"{base_url}/pulls/{number}",
+        own_tests=own_tests_views(
+            session,
+            number,
+            [
+                (stack_run, "the stack integration"),
+                (series_run, f"the series {series_key} integration"),
+            ],
+        ),
     )
 
 
@@ -235,7 +217,7 @@ def _ref(pr: PullRequest) -> PrRef:
 
 
 def _approval(session: Session, repo_id: int, pr: PullRequest) -> ApprovalView:
-    approvals = _memo(
+    approvals = memo(
         session,
         ("approvals", repo_id, pr.number),
         lambda: store.approvals_of(session, repo_id=repo_id, pr_number=pr.number),
@@ -260,7 +242,7 @@ def _stack(
         return tuple(_ref(rows[n]) if n in rows else PrRef(n, state="unknown") for n in numbers)
 
     problems: list[str] = []
-    every_series = _memo(
+    every_series = memo(
         session, ("series", repo_id), lambda: store.list_series(session, repo_id=repo_id)
     )
     for series in every_series:
@@ -355,7 +337,7 @@ def _integration(
         return None
     assert run.id is not None
     run_id = run.id
-    steps = _memo(
+    steps = memo(
         session, ("steps", run_id), lambda: integration_store.steps_of(session, run_id=run_id)
     )
     return IntegrationView(
@@ -424,20 +406,23 @@ def _entry_text(item: Any) -> str:
 
 
 def _test_rows(
-    session: Session, run: IntegrationRun, base_url: str
+    session: Session, run: IntegrationRun, base_url: str, number: int | None = None
 ) -> tuple[tuple[TestRow, ...], str | None]:
     assert run.id is not None
     run_id = run.id
-    jobs = _memo(session, ("jobs", run_id), lambda: jobs_store.jobs_of_run(session, run_id=run_id))
+    jobs = memo(session, ("jobs", run_id), lambda: jobs_store.jobs_of_run(session, run_id=run_id))
     newest: dict[tuple[str, str], Job] = {}
     for job in jobs:
-        newest[(job.test_set, job.shape)] = job
-    baselines = _memo(
+        own = own_test_set_pr(job.test_set)
+        if own is None or own == number:  # a PR's own test files: on that PR only
+            newest[(job.test_set, job.shape)] = job
+    baselines = memo(
         session, ("baselines", run.repo_id, run.base_sha), lambda: _baselines(session, run)
     )
     _prefetch_results(session, [*newest.values(), *baselines.values()])
     rows = tuple(
-        _row(session, job, baselines.get(label), base_url) for label, job in sorted(newest.items())
+        _row(session, job, baselines.get(label), base_url, _none_on_main(session, run, job))
+        for label, job in sorted(newest.items())
     )
     return rows, (run.base_sha or None) if rows else None
 
@@ -451,17 +436,30 @@ def _baselines(session: Session, run: IntegrationRun) -> dict[tuple[str, str], J
     return found
 
 
-def _row(session: Session, job: Job, baseline: Job | None, base_url: str) -> TestRow:
+def _none_on_main(session: Session, run: IntegrationRun, job: Job) -> bool:
+    """Whether ``job`` runs a PR's own test files of which main has none (no baseline is made:
+    main's side is empty, not pending)."""
+    if own_test_set_pr(job.test_set) is None:
+        return False
+    baselines = baselines_on(session, run.repo_id, run.base_sha)
+    return not any((b.test_set, b.shape) == (job.test_set, job.shape) for b in baselines)
+
+
+def _row(
+    session: Session, job: Job, baseline: Job | None, base_url: str, none_on_main: bool = False
+) -> TestRow:
     comparison = None
     if job.status in FINISHED_STATES:
         here = _outcomes(session, job)
         if here is not None:
             main = _outcomes(session, baseline) if baseline is not None else None
+            if none_on_main:
+                main = TestOutcomes("passed", Counts(), {})
             comparison = compare_with_main(here, main)
     reused = None
     if job.reused_from_job_id is not None:
         source_id = job.reused_from_job_id
-        source = _memo(
+        source = memo(
             session, ("job", source_id), lambda: jobs_store.get_job(session, job_id=source_id)
         )
         reused = ReusedFrom(source.integration_run_id if source else None, job.reused_from_job_id)
@@ -478,20 +476,20 @@ def _row(session: Session, job: Job, baseline: Job | None, base_url: str) -> Tes
 
 def _prefetch_results(session: Session, jobs: Sequence[Job]) -> None:
     """In a batch, the per-test rows of every job about to be shown, in one query."""
-    if _MEMO not in session.info:
+    table = memo_table(session)
+    if table is None:
         return
-    memo = session.info[_MEMO]
-    wanted = [j.id for j in jobs if j.id is not None and ("results", j.id) not in memo]
+    wanted = [j.id for j in jobs if j.id is not None and ("results", j.id) not in table]
     if wanted:
         for job_id, rows in jobs_store.results_of_jobs(session, job_ids=wanted).items():
-            memo[("results", job_id)] = rows
+            table[("results", job_id)] = rows
 
 
 def _outcomes(session: Session, job: Job) -> TestOutcomes | None:
     """The job's results: its stored result JSON, else its per-test rows, else its counts."""
     assert job.id is not None
     job_id = job.id
-    return _memo(session, ("outcomes", job_id), lambda: _job_outcomes(session, job))
+    return memo(session, ("outcomes", job_id), lambda: _job_outcomes(session, job))
 
 
 def _job_outcomes(session: Session, job: Job) -> TestOutcomes | None:
@@ -502,7 +500,7 @@ def _job_outcomes(session: Session, job: Job) -> TestOutcomes | None:
             pass  # an unreadable result: fall back to what else the job recorded
     assert job.id is not None
     job_id = job.id
-    rows = _memo(
+    rows = memo(
         session, ("results", job_id), lambda: jobs_store.results_of_job(session, job_id=job_id)
     )
     tests = {row.nodeid: row.outcome for row in rows}

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpu_jobs.executors import Executor, make_executor
-from gpu_jobs.testsets import TestSet, load_test_sets
+from gpu_jobs.testsets import OwnTests, TestSet, load_own_tests, load_test_sets
 from stackbot.adapters.git import GitMirror
 from stackbot.adapters.git_maintenance import pruned_stamp
 from stackbot.config import Settings
@@ -53,6 +53,7 @@ class WorkerResources:
         self._conflict_caches: dict[str, ConflictCache] = {}
         self._executor: Executor | None = None
         self._test_sets: tuple[tuple[str, float], dict[str, TestSet]] | None = None
+        self._own_tests: tuple[tuple[str, float], OwnTests | None] | None = None
 
     def github(self) -> GitHubPort:
         """The GitHub client, built on first use (PyGithub is imported only then)."""
@@ -115,3 +116,12 @@ class WorkerResources:
             if self._test_sets is None or self._test_sets[0] != stamp:
                 self._test_sets = (stamp, load_test_sets(path))
             return self._test_sets[1]
+
+    def own_tests(self) -> OwnTests | None:
+        """How PRs' own test files run (the test-set file's ``[own_tests]``; None: not run)."""
+        path = self.settings.test_sets_file
+        stamp = (str(path), Path(path).stat().st_mtime if path is not None else 0.0)
+        with self._lock:
+            if self._own_tests is None or self._own_tests[0] != stamp:
+                self._own_tests = (stamp, load_own_tests(path))
+            return self._own_tests[1]

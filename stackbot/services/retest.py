@@ -3,11 +3,13 @@ all. Asked for by ``/stackbot retest [SET]`` or by re-running a check run on Git
 
 from __future__ import annotations
 
+from gpu_jobs.testsets import own_test_set_pr
 from stackbot.db import github_store as store
 from stackbot.db import integration_store
 from stackbot.db.engine import session_scope
 from stackbot.domain.tasks import PollJobs, Report, Retest
 from stackbot.services import jobs as job_service
+from stackbot.services import own_tests as own_service
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
 
@@ -26,7 +28,15 @@ def handle_retest(ctx: TaskContext, task: Retest) -> None:
         )
         if run is None or run.heads.get(str(task.number)) != pr.head_sha or not run.final_tree:
             return  # no integration of the current head yet: the next integrate tests it
-        requests = job_service.job_requests(ctx.services.test_sets(), ctx.settings, task.test_sets)
+        names = task.test_sets  # None: all, the PR's own test files (``own:N``) too
+        configured = None if names is None else [n for n in names if own_test_set_pr(n) is None]
+        requests = job_service.job_requests(ctx.services.test_sets(), ctx.settings, configured)
+        steps = integration_store.steps_of(session, run_id=run.id) if run.id else []
+        requests += [
+            request
+            for request in own_service.run_requests(ctx.services.own_tests(), run, steps)
+            if names is None or request.test_set.name in names
+        ]
         created = job_service.create_run_jobs(session, run, requests, force=True)
     if created:
         ctx.enqueue_task(PollJobs())

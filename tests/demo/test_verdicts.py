@@ -16,14 +16,17 @@ from tests.support.browser import artifacts_dir
 REPO = "NVIDIA/Megatron-LM"
 PRS = (8034, 8035, 8748, 8050)
 WIDTHS = (1400, 390)
-# What a reviewer should read first on each PR (the demo is deterministic).
-# Series-first testing (issue 13) tests #8034 only on the series tree, which holds #8035's fix:
-# its verdict is "ready" on that tree (its failures that also fail on main are the unit tests').
+# What a reviewer should read first on each PR. Series-first testing (issue 13) tests #8034 on
+# the series tree, which holds #8035's fix: "ready" there. One part of the demo depends on
+# timing: when the worker integrates the series before maintainer-p's `/ok to test` on #8748
+# has been processed, the series tree cannot be tested yet and the stacks are tested instead
+# (so an approved PR is not held back). #8034's own stack then shows its two failures that also
+# fail on main: "no regressions" (amber), which is as true, and still never red.
 EXPECTED = {
-    8034: "ready",
-    8035: "ready",
-    8748: "ready",
-    8050: "conflict",
+    8034: {"ready", "no regressions"},
+    8035: {"ready"},
+    8748: {"ready"},
+    8050: {"conflict"},
 }
 
 
@@ -54,7 +57,7 @@ def test_every_comment_starts_with_its_verdict_and_the_page_and_api_agree(
         first = _first_line(comment)
         pull = _api(demo, f"/pulls/{number}")["pull"]
         verdict = pull["verdict"]
-        assert verdict["label"] == EXPECTED[number], (number, verdict)
+        assert verdict["label"] in EXPECTED[number], (number, verdict)
         assert f"**{verdict['label']}**" in first, (number, first)
         runs = _check_runs(demo, pull["head_sha"])
         for name, run in runs.items():
@@ -86,9 +89,15 @@ def test_8034_is_not_shown_as_failing(demo: DemoRun) -> None:
     comment = demo.sticky(8034)
     assert "❌" not in comment
     pull = _api(demo, "/pulls/8034")["pull"]
-    assert pull["display_state"] == "ready" and pull["verdict"]["tone"] == "ok"
-    # its tests ran on the series tree only: the verdict names that tree, not #8034's own stack
-    assert "series integration" in _first_line(comment), _first_line(comment)
+    verdict = pull["verdict"]
+    assert verdict["tone"] != "bad", verdict
+    if verdict["label"] == "ready":
+        # tested on the series tree only: the verdict names that tree, not #8034's own stack
+        assert pull["display_state"] == "ready" and verdict["tone"] == "ok"
+        assert "series integration" in _first_line(comment), _first_line(comment)
+    else:  # its stack was tested first (see EXPECTED): main's failures, amber
+        assert verdict["label"] == "no regressions" and verdict["tone"] == "warn", verdict
+        assert "also fail" in comment or "fail on main" in comment, comment
     runs = _check_runs(demo, pull["head_sha"])
     assert all(run["conclusion"] != "failure" for run in runs.values()), runs
 
@@ -105,10 +114,11 @@ def test_pages_show_the_same_verdicts_and_fit_the_viewport(
     try:
         page.goto(demo.url + "/series/6307")
         for number in PRS:
+            label = _api(demo, f"/pulls/{number}")["pull"]["verdict"]["label"]
+            assert label in EXPECTED[number], (number, label)
             row = page.locator(f'#pulls tr[data-pr="{number}"]')
-            slug = EXPECTED[number].replace(" ", "-")
-            assert row.get_attribute("data-verdict") == slug
-            assert EXPECTED[number] in row.inner_text()
+            assert row.get_attribute("data-verdict") == label.replace(" ", "-")
+            assert label in row.inner_text()
         failing = ".tone-bad, .st-failed, .st-new-failures"
         assert page.locator(f'#pulls tr[data-pr="8034"] :is({failing})').count() == 0
         assert "10 passed" not in page.locator('#pulls tr[data-pr="8050"]').inner_text()

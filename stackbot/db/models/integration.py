@@ -62,5 +62,6 @@ class IntegrationStep(SQLModel, table=True):
     # "new_reads", "stale", "unparsed", "rewritten", "path"}.
     allowlist: dict[str, Any] | None = Field(default=None, sa_column=json_column(nullable=True))
     # The PR's own test files as this step brought them into the tree (issue 13): test files
-    # under the configured roots that the step adds or modifies, [{"path", "status": A|M}].
+    # under the configured roots that the step's PR adds or modifies relative to its base,
+    # [{"path", "status": "added" | "modified", "on_main": bool}] (stackbot.services.own_tests).
     own_test_files: list[dict[str, Any]] = Field(default_factory=list, sa_column=json_column())

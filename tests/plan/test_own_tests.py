@@ -1,0 +1,649 @@
+"""A PR's own test files (issue 13): the ``[own_tests]`` table, finding them with git, the jobs
+they make beside the configured test sets (and main's baseline), and the comment's section that
+compares them with main file by file."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from gpu_jobs.result import Counts, TestResult
+from gpu_jobs.spec import JobResult
+from gpu_jobs.testsets import (
+    BUILTIN_TEST_SETS,
+    OwnTests,
+    TestSetError,
+    glob_match,
+    load_own_tests,
+    load_test_sets,
+    parse_own_tests,
+    parse_test_sets,
+)
+from stackbot.adapters.git import GitRepository
+from stackbot.config import Settings
+from stackbot.db import integration_store, jobs_store
+from stackbot.db.engine import session_scope
+from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Repository
+from stackbot.domain.own_tests import (
+    FileCounts,
+    OwnFileView,
+    OwnTestsView,
+    counts_by_file,
+    render_own_tests,
+)
+from stackbot.domain.pipeline import PrState
+from stackbot.domain.report import render_sticky_comment
+from stackbot.domain.report_view import ApprovalView, PrRef, PrReportView
+from stackbot.domain.types import PrNumber
+from stackbot.services import integrate
+from stackbot.services import jobs as job_service
+from stackbot.services import own_tests as own_service
+
+HEADER = 'schema_version = "1.0"\n[test_sets.a]\nshapes = ["1x4"]\nmegatron_targets = ["t.py"]\n'
+
+
+def _own(body: str) -> OwnTests | None:
+    return parse_own_tests(HEADER + body, Path("own.toml"))
+
+
+# -- the [own_tests] table --------------------------------------------------------------------
+
+
+def test_the_table_is_read_with_rules_first_match_wins() -> None:
+    own = _own(
+        "[own_tests]\n"
+        'roots = ["tests/unit_tests", "tests/functional/"]\n'
+        'default_shapes = ["1x2"]\n'
+        "rules = [\n"
+        '  { glob = "tests/unit_tests/**/test_*_2x4*.py", shapes = ["2x4"] },\n'
+        '  { glob = "tests/unit_tests/dist/*.py", shapes = ["1x4", "2x4"] },\n'
+        "]\n"
+        "timeout_s = 90\n"
+        'env = { A = "1" }\n'
+        'markers = "not internal"\n'
+    )
+    assert own is not None
+    assert own.roots == ("tests/unit_tests", "tests/functional")
+    assert [str(s) for s in own.shapes_for("tests/unit_tests/dist/test_x_2x4.py")] == ["2x4"]
+    assert [str(s) for s in own.shapes_for("tests/unit_tests/dist/test_y.py")] == ["1x4", "2x4"]
+    assert [str(s) for s in own.shapes_for("tests/unit_tests/a/b/test_y.py")] == ["1x2"]
+    test_set = own.test_set(8035, ("tests/unit_tests/a/test_y.py",), "1x2")
+    assert test_set.name == "own:8035" and test_set.megatron_targets == (
+        "tests/unit_tests/a/test_y.py",
+    )
+    assert (test_set.timeout_s, test_set.env, test_set.markers) == (
+        90.0,
+        {"A": "1"},
+        "not internal",
+    )
+    # The test sets of the same file still load: [own_tests] is not an unknown field there.
+    assert set(parse_test_sets(HEADER + "[own_tests]\n", Path("own.toml"))) == {"a"}
+
+
+def test_without_the_table_own_tests_are_not_run() -> None:
+    assert _own("") is None
+
+
+def test_the_builtin_file_runs_own_tests_on_1x4() -> None:
+    own = load_own_tests()
+    assert own is not None and own.roots == ("tests/unit_tests",)
+    assert [str(s) for s in own.shapes_for("tests/unit_tests/x/test_y.py")] == ["1x4"]
+    assert set(load_test_sets(BUILTIN_TEST_SETS)) == {"amax-group", "blockwise-recipe"}
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "problem"),
+    [
+        ("[own_tests]\nrootz = []\n", "own_tests.rootz", "not a known own_tests field"),
+        ('[own_tests]\nroots = ["/abs"]\n', "own_tests.roots[0]", "not a relative directory"),
+        ('[own_tests]\nroots = ["a/../b"]\n', "own_tests.roots[0]", "not a relative directory"),
+        ("[own_tests]\nroots = []\n", "own_tests.roots", "at least one directory"),
+        ("[own_tests]\ndefault_shapes = []\n", "own_tests.default_shapes", "at least one shape"),
+        (
+            '[own_tests]\ndefault_shapes = ["1x4", "four"]\n',
+            "own_tests.default_shapes[1]",
+            "is not NODESxGPUS_PER_NODE",
+        ),
+        (
+            '[own_tests]\nrules = [{ glob = "x", shapes = ["1x4", "9x"] }]\n',
+            "own_tests.rules[0].shapes[1]",
+            "is not NODESxGPUS_PER_NODE",
+        ),
+        ('[own_tests]\nrules = [{ shapes = ["1x4"] }]\n', "own_tests.rules[0].glob", "required"),
+        (
+            '[own_tests]\nrules = [{ glob = "x", shapes = ["1x4"], shape = "1x4" }]\n',
+            "own_tests.rules[0].shape",
+            "not a known field",
+        ),
+        ('[own_tests]\nrules = { glob = "x" }\n', "own_tests.rules", "expected a list"),
+        ("[own_tests]\ntimeout_s = 0\n", "own_tests.timeout_s", "must be positive"),
+        ("[[own_tests]]\nroots = []\n", "own_tests", "expected a JSON object"),
+    ],
+)
+def test_errors_name_the_file_and_the_field(body: str, field: str, problem: str) -> None:
+    with pytest.raises(TestSetError) as caught:
+        _own(body)
+    assert caught.value.field == field
+    assert problem in caught.value.problem
+    assert str(caught.value).startswith(f"own.toml: {field}: ")
+
+
+def test_globs_keep_stars_within_a_directory() -> None:
+    assert glob_match("tests/**/test_*.py", "tests/test_a.py")
+    assert glob_match("tests/**/test_*.py", "tests/a/b/test_a.py")
+    assert not glob_match("tests/*/test_*.py", "tests/a/b/test_a.py")
+    assert not glob_match("tests/**/test_*.py", "tests/a/test_a.pyc")
+    assert glob_match("tests/unit_tests/test_?.py", "tests/unit_tests/test_x.py")
+
+
+# -- own test files, found with git -----------------------------------------------------------
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "HOME": str(repo),
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    )
+    return done.stdout.strip()
+
+
+def _commit(repo: Path, files: dict[str, str | None], message: str) -> str:
+    for path, text in files.items():
+        target = repo / path
+        if text is None:
+            _git(repo, "rm", "-q", path)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        _git(repo, "add", path)
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def series_repo(tmp_path: Path) -> tuple[GitRepository, dict[str, str]]:
+    """main; #1 branched from it (adds, modifies, deletes, touches files outside the roots);
+    main moves on; #2 stacked on #1."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    base = _commit(
+        repo,
+        {
+            "megatron/core/x.py": "x = 1\n",
+            "tests/unit_tests/test_kept.py": "def test_a(): pass\n",
+            "tests/unit_tests/test_gone.py": "def test_b(): pass\n",
+            "tests/unit_tests/test_untouched.py": "def test_c(): pass\n",
+        },
+        "main",
+    )
+    _git(repo, "checkout", "-q", "-b", "pr1")
+    pr1 = _commit(
+        repo,
+        {
+            "megatron/core/x.py": "x = 2\n",
+            "tests/unit_tests/test_kept.py": "def test_a(): pass\ndef test_a2(): pass\n",
+            "tests/unit_tests/test_gone.py": None,
+            "tests/unit_tests/sub/test_new.py": "def test_n(): pass\n",
+            "tests/unit_tests/sub/helpers.py": "H = 1\n",
+            "tests/functional/test_elsewhere.py": "def test_f(): pass\n",
+        },
+        "pr1",
+    )
+    _git(repo, "checkout", "-q", "-b", "pr2")
+    pr2 = _commit(
+        repo,
+        {
+            "tests/unit_tests/sub/test_new.py": "def test_n(): pass\ndef test_n2(): pass\n",
+            "tests/unit_tests/test_two.py": "def test_t(): pass\n",
+        },
+        "pr2",
+    )
+    _git(repo, "checkout", "-q", "main")
+    main = _commit(repo, {"tests/unit_tests/test_main_only.py": "def test_m(): pass\n"}, "more")
+    return GitRepository.open(repo), {"base": base, "pr1": pr1, "pr2": pr2, "main": main}
+
+
+OWN = OwnTests(roots=("tests/unit_tests",))
+
+
+def test_own_files_are_what_the_pr_adds_or_modifies_under_the_roots(
+    series_repo: tuple[GitRepository, dict[str, str]],
+) -> None:
+    repo, shas = series_repo
+    # #1 against main (which moved on since #1 branched: main's new file is not #1's).
+    files = own_service.own_test_files(
+        repo, OWN, head=shas["pr1"], bases=[shas["main"]], main_sha=shas["main"]
+    )
+    assert [f.to_json() for f in files] == [
+        {"path": "tests/unit_tests/sub/test_new.py", "status": "added", "on_main": False},
+        {"path": "tests/unit_tests/test_kept.py", "status": "modified", "on_main": True},
+    ]
+    # #2 against its parent #1: #1's files are not #2's; a file #1 added is modified by #2.
+    files = own_service.own_test_files(
+        repo, OWN, head=shas["pr2"], bases=[shas["pr1"]], main_sha=shas["main"]
+    )
+    assert [f.to_json() for f in files] == [
+        {"path": "tests/unit_tests/sub/test_new.py", "status": "modified", "on_main": False},
+        {"path": "tests/unit_tests/test_two.py", "status": "added", "on_main": False},
+    ]
+    # Another root.
+    other = OwnTests(roots=("tests/functional",))
+    files = own_service.own_test_files(
+        repo, other, head=shas["pr1"], bases=[shas["main"]], main_sha=shas["main"]
+    )
+    assert [f.path for f in files] == ["tests/functional/test_elsewhere.py"]
+
+
+def test_own_files_are_stored_on_the_merged_steps(
+    engine: Engine, series_repo: tuple[GitRepository, dict[str, str]]
+) -> None:
+    repo, shas = series_repo
+    with session_scope(engine) as session:
+        run = _run(session, "series", [(1, shas["pr1"]), (2, shas["pr2"])], base=shas["main"])
+        own_service.record_own_test_files(
+            session, repo, OWN, run, depends_on={PrNumber(2): (PrNumber(1),)}
+        )
+        assert run.id is not None
+        steps = integration_store.steps_of(session, run_id=run.id)
+        stored = {s.pr_number: [f["path"] for f in s.own_test_files] for s in steps}
+    assert stored == {
+        1: ["tests/unit_tests/sub/test_new.py", "tests/unit_tests/test_kept.py"],
+        2: ["tests/unit_tests/sub/test_new.py", "tests/unit_tests/test_two.py"],
+    }
+
+
+# -- the jobs they make -----------------------------------------------------------------------
+
+MAIN_SHA = "b" * 40
+
+
+def _run(
+    session: Session,
+    kind: str,
+    prs: list[tuple[int, str]],
+    *,
+    base: str = MAIN_SHA,
+    own: dict[int, list[dict[str, object]]] | None = None,
+    tree: str = "t" * 40,
+) -> IntegrationRun:
+    repo = session.get(Repository, 1)
+    if repo is None:
+        repo = Repository(full_name="NVIDIA/Megatron-LM", clone_url="sim://megatron")
+        session.add(repo)
+        session.flush()
+    assert repo.id is not None
+    run = IntegrationRun(
+        repo_id=repo.id,
+        kind=kind,
+        name="series-6307" if kind == "series" else f"pr-{prs[-1][0]}",
+        series_key="#6307",
+        target_pr=prs[-1][0] if kind == "stack" else None,
+        base_ref="main",
+        base_sha=base,
+        status="clean",
+        heads={str(n): head for n, head in prs},
+        final_tree=tree,
+        final_commit="c" * 40,
+    )
+    session.add(run)
+    session.flush()
+    assert run.id is not None
+    for position, (n, head) in enumerate(prs, 1):
+        session.add(
+            IntegrationStep(
+                run_id=run.id,
+                position=position,
+                pr_number=n,
+                head_sha=head,
+                outcome="clean",
+                tree=tree,
+                commit="c" * 40,
+                own_test_files=(own or {}).get(n, []),
+            )
+        )
+    session.flush()
+    return run
+
+
+RULED = OwnTests(
+    roots=("tests/unit_tests",),
+    rules=(
+        # files named *_2x4 run on both shapes
+        *parse_own_tests(
+            HEADER
+            + '[own_tests]\nrules = [{ glob = "**/test_*_2x4.py", shapes = ["1x4", "2x4"] }]\n',
+            Path("x.toml"),
+        ).rules,  # type: ignore[union-attr]
+    ),
+)
+FILES = {
+    8034: [{"path": "tests/unit_tests/test_amax_2x4.py", "status": "added", "on_main": False}],
+    8035: [
+        {"path": "tests/unit_tests/test_ctx.py", "status": "modified", "on_main": True},
+        {"path": "tests/unit_tests/test_new.py", "status": "added", "on_main": False},
+    ],
+}
+
+
+def _create(engine: Engine, settings: Settings, run_id: int) -> dict[int, str]:
+    states = {n: PrState(PrNumber(n), f"h{n}", True, frozenset({f"h{n}"})) for n in FILES}
+    untested = integrate.test_runs(engine, settings, [run_id], [], states, own=RULED)
+    with session_scope(engine) as session:
+        job_service.create_baseline_jobs(
+            session,
+            repo_id=1,
+            base_ref="main",
+            base_sha=MAIN_SHA,
+            base_tree="m" * 40,
+            requests=integrate._own_baselines(session, RULED, [run_id]),
+        )
+    return untested
+
+
+def _jobs(engine: Engine) -> list[Job]:
+    with Session(engine) as session:
+        jobs = list(jobs_store.jobs_by_ids(session, job_ids=range(1, 100)))
+        session.expunge_all()
+    return jobs
+
+
+def test_each_pr_gets_a_job_per_shape_and_main_a_baseline_of_the_files_it_has(
+    engine: Engine, settings: Settings
+) -> None:
+    with session_scope(engine) as session:
+        run = _run(session, "series", [(8034, "h8034"), (8035, "h8035")], own=FILES)
+        run_id = run.id
+    assert run_id is not None
+    assert _create(engine, settings, run_id) == {}
+    made = sorted(
+        (j.kind, j.test_set, j.shape, tuple(j.targets or ()), j.reused_from_job_id)
+        for j in _jobs(engine)
+    )
+    assert made == [
+        # 8034's new file has nothing on main to compare with: no baseline.
+        ("baseline", "own:8035", "1x4", ("tests/unit_tests/test_ctx.py",), None),
+        ("integration", "own:8034", "1x4", ("tests/unit_tests/test_amax_2x4.py",), None),
+        ("integration", "own:8034", "2x4", ("tests/unit_tests/test_amax_2x4.py",), None),
+        (
+            "integration",
+            "own:8035",
+            "1x4",
+            ("tests/unit_tests/test_ctx.py", "tests/unit_tests/test_new.py"),
+            None,
+        ),
+    ]
+    # Planning again makes nothing new.
+    assert _create(engine, settings, run_id) == {}
+    assert len(_jobs(engine)) == 4
+
+    # Another run with the same tree (a later integration of the same heads) reuses the jobs;
+    # main's baseline is made once per commit and configuration.
+    with session_scope(engine) as session:
+        again = _run(session, "series", [(8034, "h8034"), (8035, "h8035")], own=FILES)
+        again_id = again.id
+    assert again_id is not None
+    _create(engine, settings, again_id)
+    copies = [j for j in _jobs(engine) if j.integration_run_id == again_id]
+    assert len(copies) == 3 and all(j.reused_from_job_id is not None for j in copies)
+    assert len([j for j in _jobs(engine) if j.kind == "baseline"]) == 1
+
+
+def test_a_stack_run_tests_only_its_target_prs_own_files(
+    engine: Engine, settings: Settings
+) -> None:
+    with session_scope(engine) as session:
+        run = _run(session, "stack", [(8034, "h8034"), (8035, "h8035")], own=FILES)
+        run_id = run.id
+    assert run_id is not None
+    settings = settings.model_copy(update={"test_plan_policy": "every-stack"})
+    _create(engine, settings, run_id)
+    assert {j.test_set for j in _jobs(engine)} == {"own:8035"}
+
+
+def test_the_job_runs_the_prs_files(engine: Engine, settings: Settings) -> None:
+    with session_scope(engine) as session:
+        run = _run(session, "series", [(8035, "h8035")], own=FILES)
+        assert run.id is not None
+        run_id = run.id
+    _create(engine, settings, run_id)
+    [job] = [j for j in _jobs(engine) if j.kind == "integration"]
+    backend = job_service.JobBackend(
+        executor=None,  # type: ignore[arg-type]
+        test_sets={},
+        jobs_dir=Path("."),
+        node_check=False,
+        own_tests=RULED,
+    )
+    test_set = backend.test_set_of(job)
+    assert test_set is not None
+    spec = test_set.job_spec(job_id="j", shape=job.shape, repo_url="file:///r", commit="c" * 40)
+    assert spec.targets == ("tests/unit_tests/test_ctx.py", "tests/unit_tests/test_new.py")
+    assert spec.test_set == "own:8035" and str(spec.shape) == "1x4"
+    # Without [own_tests] any more, the job cannot run (it fails with a message, not a crash).
+    assert job_service.JobBackend(None, {}, Path("."), False).test_set_of(job) is None  # type: ignore[arg-type]
+
+
+# -- per-file comparison and the comment ------------------------------------------------------
+
+
+def _result(job_id: int, tests: dict[str, str]) -> JobResult:
+    status = "failed" if "failed" in tests.values() else "passed"
+    return JobResult(
+        f"stackbot-job-{job_id}",
+        status,  # type: ignore[arg-type]
+        counts=Counts(
+            passed=sum(o == "passed" for o in tests.values()),
+            failed=sum(o == "failed" for o in tests.values()),
+        ),
+        tests=tuple(TestResult(n, o, 0.1, {0: o}) for n, o in tests.items()),  # type: ignore[arg-type]
+    )
+
+
+def test_the_comment_compares_each_file_with_main(engine: Engine, settings: Settings) -> None:
+    with session_scope(engine) as session:
+        run = _run(session, "series", [(8034, "h8034"), (8035, "h8035")], own=FILES)
+        assert run.id is not None
+        run_id = run.id
+    _create(engine, settings, run_id)
+    jobs = {(j.kind, j.test_set, j.shape): j for j in _jobs(engine)}
+    ctx, new = "tests/unit_tests/test_ctx.py", "tests/unit_tests/test_new.py"
+    here = {f"{ctx}::test_{i}": "passed" for i in range(14)}
+    here[f"{ctx}::test_broken"] = "failed"
+    here.update({f"{new}::test_{i}": "passed" for i in range(3)})
+    main = {f"{ctx}::test_{i}": "passed" for i in range(5)}
+    tree_job = jobs[("integration", "own:8035", "1x4")]
+    assert tree_job.id is not None
+    job_service.record_result(engine, tree_job.id, _result(tree_job.id, here), node="n1")
+
+    def view(number: int) -> OwnTestsView | None:
+        with Session(engine) as session:
+            series = integration_store.get_run(session, run_id=run_id)
+            views = own_service.own_tests_views(
+                session, number, [(None, "the stack"), (series, "the series #6307 integration")]
+            )
+        assert len(views) <= 1
+        return views[0] if views else None
+
+    # main's baseline still runs
+    own = view(8035)
+    assert own is not None
+    assert [f.line() for f in own.files] == [
+        f"`{ctx}` (1x4): 14 passed, 1 failed (failing: `test_broken`) vs main: not run yet",
+        f"`{new}` (1x4): new file: 3 passed",
+    ]
+    baseline = jobs[("baseline", "own:8035", "1x4")]
+    assert baseline.id is not None
+    job_service.record_result(engine, baseline.id, _result(baseline.id, main), node="n2")
+    own = view(8035)
+    assert own is not None
+    text = render_own_tests(own)
+    assert text.splitlines() == [
+        "**Own test files** of #8035 on the series #6307 integration `ccccccc`, "
+        "compared with main `bbbbbbb`",
+        f"- `{ctx}` (1x4): 14 passed, 1 failed (failing: `test_broken`) vs 5 on main",
+        f"- `{new}` (1x4): new file: 3 passed",
+    ]
+    # #8034's jobs have not run: its files say so, one line per shape.
+    own_8034 = view(8034)
+    assert own_8034 is not None
+    assert [f.line() for f in own_8034.files] == [
+        "`tests/unit_tests/test_amax_2x4.py` (1x4): queued",
+        "`tests/unit_tests/test_amax_2x4.py` (2x4): queued",
+    ]
+    # The sticky comment carries the section.
+    comment = render_sticky_comment(
+        PrReportView(
+            repo="NVIDIA/Megatron-LM",
+            pr=PrRef(8035, "t"),
+            head_sha="h" * 40,
+            approval=ApprovalView("trusted", by="x"),
+            own_tests=(own,),
+        )
+    )
+    assert f"- `{ctx}` (1x4): 14 passed, 1 failed (failing: `test_broken`) vs 5 on main" in comment
+    # A PR without own test files shows no section.
+    assert view(8036) is None and render_own_tests(None) == ""
+
+
+def test_file_counts() -> None:
+    counts = counts_by_file(
+        {
+            "tests/a.py::test_1": "passed",
+            "tests/a.py::T::test_2[x]": "error",
+            "tests/a.py::test_3": "skipped",
+            "tests/b.py::test_1": "passed",
+            "tests/other.py::test_1": "failed",
+        },
+        ["tests/a.py", "tests/b.py", "tests/c.py"],
+    )
+    assert counts["tests/a.py"] == FileCounts(1, 1, 1, 0, ("T::test_2[x]",))
+    assert counts["tests/b.py"].describe() == "1 passed"
+    assert counts["tests/c.py"].total == 0
+    line = OwnFileView("tests/c.py", "added", "1x4", "error", counts["tests/c.py"], error="boom")
+    assert line.line() == "`tests/c.py` (1x4): no tests collected (error: boom)"
+    main = FileCounts(4, 1)
+    line = OwnFileView("tests/b.py", "modified", "2x4", "passed", counts["tests/b.py"], True, main)
+    assert line.line() == "`tests/b.py` (2x4): 1 passed vs 4 passed, 1 failed on main"
+
+
+def test_a_retest_of_all_sets_reruns_the_prs_own_files_too(
+    engine: Engine, settings: Settings
+) -> None:
+    from stackbot.db.models import PullRequest
+    from stackbot.domain.tasks import Retest
+    from stackbot.services.resources import WorkerResources
+    from stackbot.services.retest import handle_retest
+
+    with session_scope(engine) as session:
+        run = _run(session, "stack", [(8034, "h8034"), (8035, "h8035")], own=FILES)
+        session.add(PullRequest(repo_id=run.repo_id, number=8035, head_sha="h8035"))
+
+    class Ctx:  # what handle_retest reads of a TaskContext
+        def __init__(self) -> None:
+            self.engine, self.settings = engine, settings
+            self.services = WorkerResources(settings)
+            self.enqueued: list[object] = []
+
+        def enqueue_task(self, task: object) -> None:
+            self.enqueued.append(task)
+
+    handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="amax-group"))  # type: ignore[arg-type]
+    assert {j.test_set for j in _jobs(engine)} == {"amax-group"}
+    # Re-running the check run of the PR's own files (external id run/SET/SHAPE).
+    rerun = Retest("NVIDIA/Megatron-LM", 8035, check_run_id=1, external_id="1/own:8035/1x4")
+    handle_retest(Ctx(), rerun)  # type: ignore[arg-type]
+    assert sorted(j.test_set for j in _jobs(engine)) == ["amax-group", "amax-group", "own:8035"]
+    handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035))  # type: ignore[arg-type]
+    made = [j.test_set for j in _jobs(engine)]
+    assert made.count("own:8035") == 2 and "own:8034" not in made
+    assert made.count("blockwise-recipe") == 1
+
+
+def test_each_file_is_shown_on_the_shapes_it_runs_on(engine: Engine, settings: Settings) -> None:
+    files = {
+        8036: [
+            {"path": "tests/unit_tests/test_a.py", "status": "added", "on_main": False},
+            {"path": "tests/unit_tests/test_b_2x4.py", "status": "modified", "on_main": True},
+        ]
+    }
+    with session_scope(engine) as session:
+        run = _run(session, "series", [(8036, "h8036")], own=files, tree="u" * 40)
+        run_id = run.id
+    assert run_id is not None
+    integrate.test_runs(
+        engine,
+        settings,
+        [run_id],
+        [],
+        {8036: PrState(PrNumber(8036), "h8036", True, frozenset({"h8036"}))},
+        own=RULED,
+    )
+    with Session(engine) as session:
+        series = integration_store.get_run(session, run_id=run_id)
+        views = own_service.own_tests_views(session, 8036, [(series, "the series")])
+    [view] = views
+    assert [f.line() for f in view.files] == [
+        "`tests/unit_tests/test_a.py` (1x4): queued",
+        "`tests/unit_tests/test_b_2x4.py` (1x4): queued",
+        "`tests/unit_tests/test_b_2x4.py` (2x4): queued",
+    ]
+
+
+def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
+    engine: Engine, settings: Settings
+) -> None:
+    from stackbot.db.models import PullRequest
+    from stackbot.domain.report import render_check_run
+    from stackbot.services import report_views
+
+    with session_scope(engine) as session:
+        run = _run(session, "stack", [(8034, "h8034"), (8035, "h8035")], own=FILES)
+        for n in (8034, 8035):
+            session.add(PullRequest(repo_id=run.repo_id, number=n, head_sha=f"h{n}"))
+        run_id = run.id
+    assert run_id is not None
+    _create(engine, settings, run_id)  # 8035's files: its job, main's baseline of test_ctx.py
+    with session_scope(engine) as session:  # 8034's files on the same tree, none on main
+        stored = integration_store.get_run(session, run_id=run_id)
+        assert stored is not None
+        job_service.create_run_jobs(
+            session, stored, own_service._requests(RULED, 8034, ["tests/unit_tests/test_t_2x4.py"])
+        )
+    jobs = {(j.test_set, j.shape): j for j in _jobs(engine) if j.kind == "integration"}
+    for key in (("own:8035", "1x4"), ("own:8034", "1x4")):
+        job_id = jobs[key].id
+        assert job_id is not None
+        tests = {"tests/unit_tests/test_new.py::test_a": "passed"}
+        job_service.record_result(engine, job_id, _result(job_id, tests), node="n")
+    with Session(engine) as session:
+        view = report_views.build_report_view(
+            session, settings, repo="NVIDIA/Megatron-LM", number=8035
+        )
+        run_row = integration_store.get_run(session, run_id=run_id)
+        assert run_row is not None
+        rows_8034, _ = report_views._test_rows(session, run_row, "", 8034)
+    assert view is not None
+    # 8035's own job is its test row (and check run); 8034's is not.
+    assert [(r.test_set, r.shape) for r in view.tests] == [("own:8035", "1x4")]
+    [row] = view.tests
+    # main has test_ctx.py and its job has not run: main's side is pending
+    assert row.comparison is not None and row.comparison.main_counts is None
+    check = render_check_run(view, "own:8035", "1x4")
+    assert check.name == "stackbot / own:8035 1x4" and check.conclusion == "success"
+    # Main has none of 8034's files (no baseline): its side is empty, not pending.
+    assert [(r.test_set, r.shape) for r in rows_8034] == [("own:8034", "1x4"), ("own:8034", "2x4")]
+    comparison = rows_8034[0].comparison
+    assert comparison is not None and comparison.main_counts is not None
+    assert comparison.main_counts.passed == 0 and len(comparison.absent_on_main) == 1
