@@ -162,6 +162,24 @@ def own_tests_views(
     return tuple(found)
 
 
+def _merged_steps(session: Session, run_id: int) -> dict[int, IntegrationStep]:
+    """Each PR's first merged step of the run."""
+    found: dict[int, IntegrationStep] = {}
+    for step in read_batch.steps_of(session, run_id):
+        if step.outcome in _MERGED:
+            found.setdefault(step.pr_number, step)
+    return found
+
+
+def _tree_jobs_by_set(session: Session, run_id: int) -> dict[str, list[Job]]:
+    """The run's first-attempt jobs on its own tree (not bisection steps), by test set."""
+    found: dict[str, list[Job]] = {}
+    for job in read_batch.jobs_of_run(session, run_id):
+        if job.step_position is None and job.attempt == 1:
+            found.setdefault(job.test_set, []).append(job)
+    return found
+
+
 def own_tests_view(
     session: Session, number: int, run: IntegrationRun | None, where: str
 ) -> OwnTestsView | None:
@@ -169,19 +187,13 @@ def own_tests_view(
     name = own_test_set_name(number)
     if run is None or run.id is None:
         return None
-    step = next(
-        (
-            s
-            for s in read_batch.steps_of(session, run.id)
-            if s.pr_number == number and s.outcome in _MERGED
-        ),
-        None,
-    )
-    jobs = [
-        j
-        for j in read_batch.jobs_of_run(session, run.id)
-        if j.test_set == name and j.step_position is None and j.attempt == 1
-    ]
+    run_id = run.id
+    step = read_batch.memo(
+        session, ("merged steps", run_id), lambda: _merged_steps(session, run_id)
+    ).get(number)
+    jobs = read_batch.memo(
+        session, ("tree jobs by set", run_id), lambda: _tree_jobs_by_set(session, run_id)
+    ).get(name, [])
     if step is None or not step.own_test_files or not jobs:
         return None
     newest: dict[str, Job] = {}

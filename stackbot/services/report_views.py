@@ -335,6 +335,13 @@ def _integration(
 ) -> IntegrationView | None:
     if run is None:
         return None
+    key = ("integration view", run.id, frozenset(generated), base_url)
+    return memo(session, key, lambda: _integration_view(session, run, generated, base_url))
+
+
+def _integration_view(
+    session: Session, run: IntegrationRun, generated: set[str], base_url: str
+) -> IntegrationView:
     assert run.id is not None
     run_id = run.id
     steps = memo(
@@ -411,11 +418,9 @@ def _test_rows(
     assert run.id is not None
     run_id = run.id
     jobs = memo(session, ("jobs", run_id), lambda: jobs_store.jobs_of_run(session, run_id=run_id))
-    newest: dict[tuple[str, str], Job] = {}
-    for job in jobs:
-        own = own_test_set_pr(job.test_set)
-        if own is None or own == number:  # a PR's own test files: on that PR only
-            newest[(job.test_set, job.shape)] = job
+    common, own_by_pr = memo(session, ("newest jobs", run_id), lambda: _newest_jobs(jobs))
+    # a PR's own test files: on that PR only
+    newest = {**common, **(own_by_pr.get(number, {}) if number is not None else {})}
     baselines = memo(
         session, ("baselines", run.repo_id, run.base_sha), lambda: _baselines(session, run)
     )
@@ -425,6 +430,20 @@ def _test_rows(
         for label, job in sorted(newest.items())
     )
     return rows, (run.base_sha or None) if rows else None
+
+
+def _newest_jobs(
+    jobs: Sequence[Job],
+) -> tuple[dict[tuple[str, str], Job], dict[int, dict[tuple[str, str], Job]]]:
+    """A run's newest job per (test set, shape): the configured sets', and each PR's own test
+    files' (``own:N``) by PR."""
+    common: dict[tuple[str, str], Job] = {}
+    own_by_pr: dict[int, dict[tuple[str, str], Job]] = {}
+    for job in jobs:
+        own = own_test_set_pr(job.test_set)
+        target = common if own is None else own_by_pr.setdefault(own, {})
+        target[(job.test_set, job.shape)] = job
+    return common, own_by_pr
 
 
 def _baselines(session: Session, run: IntegrationRun) -> dict[tuple[str, str], Job]:
