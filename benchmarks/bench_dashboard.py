@@ -1,11 +1,12 @@
 """Dashboard server time for a big series, against ``/healthz`` in the same run.
 
 Seeds a database with one series of N PRs (default 60) and about J jobs (default 500), then
-times ``GET /series/{key}`` (and its JSON twin) through the real app in this process, and the
-trivial ``/healthz`` as the baseline. Prints p50/p95/max and the ratio of p95s, on SQLite and on
-PostgreSQL (a fresh database on 127.0.0.1:5432).
+times ``GET /series/{key}`` (and its JSON twin) and PR pages through the real app in this
+process, and the trivial ``/healthz`` as the baseline. Prints p50/p95/max and the ratio of p95s, on SQLite and on
+PostgreSQL (a fresh database on 127.0.0.1:5432), with the SQL statements each page sends.
 
     python benchmarks/bench_dashboard.py [--prs 60] [--jobs 500] [--requests 200]
+        [--sqlite-only | --database-url URL] [--json]
 
 Goal: p95 under 50 ms for /series/{key} with 60 PRs and 500 jobs.
 """
@@ -13,14 +14,16 @@ Goal: p95 under 50 ms for /series/{key} with 60 PRs and 500 jobs.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import func
+from sqlalchemy import Engine, event, func
 from sqlmodel import Session, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,6 +35,8 @@ from stackbot.db.models import Job
 from stackbot.web.app import create_app
 from tests.support import postgres
 from tests.support.dashboard_data import seed_series
+
+FIRST_PR = 8034  # seed_series numbers its chain from here
 
 
 def timings(client: TestClient, path: str, n: int) -> list[float]:
@@ -45,14 +50,33 @@ def timings(client: TestClient, path: str, n: int) -> list[float]:
     return samples
 
 
+def queries(client: TestClient, engine: Engine, path: str) -> int:
+    """SQL statements one (warm) request to ``path`` sends to the database."""
+    seen: list[object] = []
+
+    def record(*args: object) -> None:
+        seen.append(args[2])
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        assert client.get(path).status_code == 200, path
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    return len(seen)
+
+
+def p95_of(samples: list[float]) -> float:
+    return sorted(samples)[int(0.95 * (len(samples) - 1))]
+
+
 def describe(name: str, samples: list[float]) -> tuple[float, str]:
     ordered = sorted(samples)
-    p95 = ordered[int(0.95 * (len(ordered) - 1))]
+    p95 = p95_of(samples)
     text = f"{name:<22} p50 {statistics.median(ordered):7.2f} ms  p95 {p95:7.2f} ms  max {ordered[-1]:7.2f} ms"
     return p95, text
 
 
-def run(url: str, label: str, args: argparse.Namespace, tmp: Path) -> None:
+def run(url: str, label: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     migrate.upgrade(url)
     engine = make_engine(url)
     extra = max(0, args.jobs - 3 * args.prs)
@@ -61,18 +85,49 @@ def run(url: str, label: str, args: argparse.Namespace, tmp: Path) -> None:
         jobs = session.exec(select(func.count()).select_from(Job)).one()
     settings = load_settings(dev=True, data_dir=tmp / label, database_url=url)
     app = create_app(settings, engine=engine)
+    deep = FIRST_PR + args.prs - 2  # its stack holds almost the whole series
+    paths = [
+        "/series/6307",
+        "/api/series/6307",
+        f"/pulls/{FIRST_PR + 1}",
+        f"/pulls/{deep}",
+        f"/api/pulls/{deep}",
+    ]
+    pages: dict[str, dict[str, float]] = {}
     with TestClient(app) as client:
         base = timings(client, "/healthz", args.requests)
-        page = timings(client, "/series/6307", args.requests)
-        api = timings(client, "/api/series/6307", args.requests)
+        for path in paths:
+            samples = timings(client, path, args.requests)
+            pages[path] = {
+                "queries": queries(client, engine, path),
+                "p50_ms": round(statistics.median(samples), 2),
+                "p95_ms": round(p95_of(samples), 2),
+                "max_ms": round(max(samples), 2),
+            }
     engine.dispose()
-    print(f"\n{label}: one series of {args.prs} PRs, {jobs} jobs, {args.requests} requests each")
-    base_p95, text = describe("/healthz (baseline)", base)
-    print(text)
-    for name, samples in (("/series/6307", page), ("/api/series/6307", api)):
-        p95, text = describe(name, samples)
-        verdict = "meets" if p95 < 50 else "MISSES"
-        print(f"{text}  ×{p95 / base_p95:.1f} of baseline p95  ({verdict} the 50 ms goal)")
+    base_p95 = p95_of(base)
+    result = {
+        "database": label,
+        "prs": args.prs,
+        "jobs": jobs,
+        "requests": args.requests,
+        "healthz_p95_ms": round(base_p95, 2),
+        "pages": pages,
+    }
+    if not args.json:
+        print(
+            f"\n{label}: one series of {args.prs} PRs, {jobs} jobs, {args.requests} requests each"
+        )
+        print(describe("/healthz (baseline)", base)[1])
+        for path, page in pages.items():
+            p95 = page["p95_ms"]
+            verdict = "meets" if p95 < 50 else "MISSES"
+            print(
+                f"{path:<22} p50 {page['p50_ms']:7.2f} ms  p95 {p95:7.2f} ms  "
+                f"{page['queries']:5d} queries  ×{p95 / base_p95:.1f} of baseline p95  "
+                f"({verdict} the 50 ms goal)"
+            )
+    return result
 
 
 def main() -> None:
@@ -80,12 +135,25 @@ def main() -> None:
     parser.add_argument("--prs", type=int, default=60)
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument(
+        "--database-url",
+        help="run on this (empty) database instead of SQLite plus a fresh local PostgreSQL",
+    )
+    parser.add_argument("--sqlite-only", action="store_true", help="skip PostgreSQL")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
+    results = []
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
-        run(f"sqlite:///{tmp / 'dash.db'}", "SQLite", args, tmp)
-        with postgres.fresh_database("stackbot_bench") as url:
-            run(url, "PostgreSQL", args, tmp)
+        if args.database_url:
+            results.append(run(args.database_url, "given", args, tmp))
+        else:
+            results.append(run(f"sqlite:///{tmp / 'dash.db'}", "SQLite", args, tmp))
+            if not args.sqlite_only:
+                with postgres.fresh_database("stackbot_bench") as url:
+                    results.append(run(url, "PostgreSQL", args, tmp))
+    if args.json:
+        print(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":
