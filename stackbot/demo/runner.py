@@ -342,7 +342,9 @@ def progress_line(
         if not busy:
             return what, what
         kinds = ", ".join(sorted(set(busy)))
-        return what, f"{what}; {len(busy)} task{'s' if len(busy) != 1 else ''} busy ({kinds})"
+        line = f"{what}; {len(busy)} task{'s' if len(busy) != 1 else ''} busy ({kinds})"
+        # A long stretch of tasks and no job (a queue draining) still says so every 30 s.
+        return f"{what} busy {int(now.timestamp()) // 30}", line
     job = running[0]
     what = f"job {done + 1}/{len(jobs)}: {job.test_set} {job.shape} for {_tree_of(job, runs)}"
     if len(running) > 1:

@@ -48,8 +48,20 @@ def test_the_progress_line_names_the_job_its_tree_and_its_seconds() -> None:
 
 def test_between_jobs_the_line_says_which_tasks_are_busy() -> None:
     key, line = progress_line([_job(1, "passed")], {}, ["report", "sync_pull", "report"], NOW)
-    assert key == "jobs 1/1 finished"
+    assert key.startswith("jobs 1/1 finished busy ")
     assert line == "jobs 1/1 finished; 3 tasks busy (report, sync_pull)"
+
+
+def test_a_queue_draining_without_jobs_says_so_every_30_s_in_a_pipe() -> None:
+    said: list[str] = []
+    progress = Progress(said.append, stream=io.StringIO())
+    start = datetime(2026, 12, 4, 4, 0, 0, tzinfo=UTC)  # on a 30 s boundary
+    for seconds in range(0, 90, 5):  # 90 s of tasks and no job, polled every 5 s
+        progress.show(
+            *progress_line([], {}, ["process_delivery"], start + timedelta(seconds=seconds))
+        )
+    assert len(said) == 3, said  # 0-29 s, 30-59 s, 60-89 s
+    assert all(line == "jobs 0/0 finished; 1 task busy (process_delivery)" for line in said)
 
 
 def test_in_a_pipe_the_line_is_printed_again_only_when_what_runs_changes() -> None:
