@@ -46,6 +46,7 @@ from stackbot.domain.report import (
     TestRow,
 )
 from stackbot.errors import BadInput
+from stackbot.services import read_batch
 from stackbot.services.own_tests import own_tests_views
 from stackbot.services.read_batch import baselines_on, batch, memo, memo_table
 from stackbot.services.test_plan import merged_order
@@ -343,10 +344,7 @@ def _integration_view(
     session: Session, run: IntegrationRun, generated: set[str], base_url: str
 ) -> IntegrationView:
     assert run.id is not None
-    run_id = run.id
-    steps = memo(
-        session, ("steps", run_id), lambda: integration_store.steps_of(session, run_id=run_id)
-    )
+    steps = read_batch.steps_of(session, run.id)
     return IntegrationView(
         kind="series" if run.kind == RunKind.SERIES else "stack",
         status=run.status,
@@ -417,7 +415,7 @@ def _test_rows(
 ) -> tuple[tuple[TestRow, ...], str | None]:
     assert run.id is not None
     run_id = run.id
-    jobs = memo(session, ("jobs", run_id), lambda: jobs_store.jobs_of_run(session, run_id=run_id))
+    jobs = read_batch.jobs_of_run(session, run_id)
     common, own_by_pr = memo(session, ("newest jobs", run_id), lambda: _newest_jobs(jobs))
     # a PR's own test files: on that PR only
     newest = {**common, **(own_by_pr.get(number, {}) if number is not None else {})}

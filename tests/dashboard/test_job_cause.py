@@ -4,11 +4,8 @@ one-line summary in the PR's report (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlmodel import Session, select
@@ -20,7 +17,6 @@ from stackbot.db.models import IntegrationRun, Job
 from stackbot.domain.report import render_sticky_comment
 from stackbot.services.jobs import record_result
 from stackbot.services.report_views import build_report_view
-from stackbot.web import dashboard
 from tests.support.dashboard_data import REPO, seed_series
 
 SUMMARY = (
@@ -35,15 +31,6 @@ CAUSE = (
     "    from tests.unit_tests.test_utilities import Utils\n"
     "E   ModuleNotFoundError: No module named 'megatron.training'"
 )
-
-
-@pytest.fixture
-def client(engine: Engine) -> Iterator[TestClient]:
-    app = FastAPI()
-    app.state.engine = engine
-    dashboard.install(app)
-    with TestClient(app) as test_client:
-        yield test_client
 
 
 def test_the_cause_of_a_conftest_import_error_is_shown_where_the_job_is(

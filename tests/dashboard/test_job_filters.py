@@ -5,30 +5,17 @@ test set keeps that set's jobs, and the executor's nodes are named once each."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from stackbot.web import dashboard
 from stackbot.web.readmodel import list_jobs
 from stackbot.web.readmodel.jobs import node_names
 from stackbot.web.readmodel.jobs import tested_by as what_jobs_tested
 from stackbot.web.readmodel.summaries import JobSummary
 from tests.support.dashboard_data import seed_series
-
-
-@pytest.fixture
-def client(engine: Engine) -> Iterator[TestClient]:
-    app = FastAPI()
-    app.state.engine = engine
-    dashboard.install(app)
-    with TestClient(app) as test_client:
-        yield test_client
 
 
 def _shown(groups: dict[str, list[JobSummary]]) -> list[JobSummary]:

@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from stackbot.web import dashboard
 from tests.support.dashboard_data import seed_series
 
 
 def _text(html: str) -> str:
     """The page's visible text with tags removed and whitespace collapsed."""
     return " ".join(re.sub(r"<[^>]+>", " ", html).split()).replace(" · ", " · ")
-
-
-@pytest.fixture
-def client(engine: Engine) -> Iterator[TestClient]:
-    app = FastAPI()
-    app.state.engine = engine
-    dashboard.install(app)
-    with TestClient(app) as test_client:
-        yield test_client
 
 
 def test_index_lists_the_series(client: TestClient, engine: Engine) -> None:

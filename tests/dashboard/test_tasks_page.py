@@ -5,11 +5,8 @@ what it is about; finished tasks are not listed."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import timedelta
 
-import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlmodel import select
@@ -17,17 +14,7 @@ from sqlmodel import select
 from stackbot.db.engine import session_scope
 from stackbot.db.models import Task
 from stackbot.db.models._columns import utcnow
-from stackbot.web import dashboard
 from stackbot.worker import queue
-
-
-@pytest.fixture
-def client(engine: Engine) -> Iterator[TestClient]:
-    app = FastAPI()
-    app.state.engine = engine
-    dashboard.install(app)
-    with TestClient(app) as test_client:
-        yield test_client
 
 
 def test_the_tasks_page_lists_running_then_pending_tasks(

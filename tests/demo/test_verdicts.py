@@ -135,3 +135,21 @@ def test_pages_show_the_same_verdicts_and_fit_the_viewport(
     finally:
         context.close()
     assert not errors, errors
+
+
+def test_a_prs_page_shows_only_its_own_test_files_among_the_series_trees_tests(
+    demo: DemoRun,
+) -> None:
+    """The series tree runs every PR's own test files (own:N); #8034's page and its row on the
+    series page show #8034's, not #8035's or #8748's, and a new file's main side says so."""
+    detail = _api(demo, "/pulls/8034")
+    labels = [cell["label"] for cell in detail["series_tests"]]
+    assert "own:8034 1x4" in labels and "amax-group 1x4" in labels, labels
+    assert not [label for label in labels if label.startswith(("own:8035", "own:8748"))], labels
+    page = httpx.get(f"{demo.url}/pulls/8034", timeout=10).text
+    assert "own:8035" not in page and "own:8034" in page
+    assert "new files" in page  # main has none of #8034's own test files
+    series = httpx.get(f"{demo.url}/series/6307", timeout=10).text
+    row = series[series.index('<tr data-pr="8034" data-verdict') :]
+    row = row[: row.index("</tr>")]
+    assert "own:8034" in row and "own:8035" not in row, row

@@ -176,7 +176,11 @@ def pull_detail(
             if step.outcome in ("clean", "resolved")
         }
         if number in merged:
-            series_tests = cells_of_runs(session, [series_run]).get(series_run.id, ())
+            series_tests = tuple(
+                cell
+                for cell in cells_of_runs(session, [series_run]).get(series_run.id, ())
+                if cell.own_pr in (None, number)  # another PR's own test files: on its page
+            )
     return {
         "repo": repository.full_name,
         "pull": row,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
+from gpu_jobs.testsets import own_test_set_pr
 from stackbot.db.models import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import FINISHED_STATES
 
@@ -83,10 +84,21 @@ class TestCell:
     verdict_state: str | None = None
 
     @property
+    def own_pr(self) -> int | None:
+        """The PR whose own test files this cell runs (test set ``own:N``), else None."""
+        return own_test_set_pr(self.job.test_set) if self.job else None
+
+    @property
+    def main_text(self) -> str:
+        if self.baseline:
+            return self.baseline.counts_text
+        # A PR's own files with no baseline: main has none of them (no baseline is made).
+        return "new files" if self.own_pr is not None else "not run"
+
+    @property
     def text(self) -> str:
         ours = self.job.counts_text if self.job else "not run"
-        main = self.baseline.counts_text if self.baseline else "not run"
-        return f"{ours} · main: {main}"
+        return f"{ours} · main: {self.main_text}"
 
     def to_json(self) -> dict[str, Any]:
         return {
