@@ -53,5 +53,18 @@ def engine(database_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
+def postgres_engine() -> Iterator[Engine]:
+    """A migrated fresh PostgreSQL database, for what only PostgreSQL does (mark the test
+    ``postgres``)."""
+    with postgres.fresh_database() as url:
+        migrate.upgrade(url)
+        engine = make_engine(url)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+
+
+@pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return load_settings(dev=True, data_dir=tmp_path / "data")

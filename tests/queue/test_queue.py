@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine, event, text, update
 from sqlmodel import col
 
-from stackbot.db import migrate
-from stackbot.db.engine import make_engine, session_scope
+from stackbot.db.engine import session_scope
 from stackbot.db.models import Task
 from stackbot.errors import BadInput, Permanent, RetryLater
 from stackbot.worker import queue
 from tests.queue.clock import FakeClock
-from tests.support import postgres
 
 
 def _enqueue(
@@ -196,17 +193,6 @@ def test_list_tasks_newest_first(engine: Engine) -> None:
     assert [t.id for t in queue.list_tasks(engine)] == ids[::-1]
     assert [t.id for t in queue.list_tasks(engine, limit=1)] == ids[-1:]
     assert queue.list_tasks(engine, status="dead") == []
-
-
-@pytest.fixture
-def postgres_engine() -> Iterator[Engine]:
-    with postgres.fresh_database() as url:
-        migrate.upgrade(url)
-        engine = make_engine(url)
-        try:
-            yield engine
-        finally:
-            engine.dispose()
 
 
 @pytest.mark.postgres

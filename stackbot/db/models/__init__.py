@@ -1,5 +1,6 @@
 """All table models; importing this package registers every table on ``SQLModel.metadata``."""
 
+from stackbot.db.models.clock import ReadClock
 from stackbot.db.models.github import (
     Approval,
     DependencyEdge,
@@ -27,6 +28,7 @@ __all__ = [
     "Job",
     "MaintenanceRun",
     "PullRequest",
+    "ReadClock",
     "Report",
     "Repository",
     "Series",
