@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request, Response
 from sqlmodel import Session
 
 from stackbot.config import MaintenanceSettings
 from stackbot.db import accounting_store
-from stackbot.web import readmodel
+from stackbot.web import page_cache, readmodel
 from stackbot.web.params import PullNumber, RowId
 from stackbot.web.readmodel.tasks import last_data_change
 
@@ -31,17 +31,26 @@ def api_series(request: Request) -> list[dict[str, Any]]:
         return [row.to_json() for row in readmodel.list_series(session)]
 
 
-@router.get("/series/{slug}", summary="One series: graph, PRs, latest series run, conflicts")
-def api_series_detail(request: Request, slug: str) -> dict[str, Any]:
-    with _session(request) as session:
-        page = readmodel.series_page(
-            session,
-            readmodel.key_from_slug(slug),
-            settings=getattr(request.app.state, "settings", None),
-        )
-    if page is None:
-        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
-    return page.to_json()
+@router.get(
+    "/series/{slug}",
+    summary="One series: graph, PRs, latest series run, conflicts",
+    response_class=Response,
+    responses=page_cache.JSON_OBJECT,
+)
+def api_series_detail(request: Request, slug: str) -> Response:
+    key = readmodel.key_from_slug(slug)
+
+    def build() -> bytes | None:
+        with _session(request) as session:
+            page = readmodel.series_page(
+                session, key, settings=getattr(request.app.state, "settings", None)
+            )
+        return None if page is None else page_cache.json_bytes(page.to_json())
+
+    body = page_cache.of(request).body(("api/series", key), build)
+    if body is None:
+        raise HTTPException(404, f"no series {key!r}")
+    return Response(body, media_type="application/json")
 
 
 @router.get("/series/{slug}/gpu", summary="GPU-hours one series' jobs spent, by purpose")
@@ -59,14 +68,27 @@ def api_series_gpu(request: Request, slug: str) -> dict[str, Any]:
     }
 
 
-@router.get("/pulls/{number}", summary="One pull request with its stack, runs and tests")
-def api_pull(request: Request, number: PullNumber) -> dict[str, Any]:
-    with _session(request) as session:
-        detail = readmodel.pull_detail(
-            session, number, settings=getattr(request.app.state, "settings", None)
-        )
-    if detail is None:
+@router.get(
+    "/pulls/{number}",
+    summary="One pull request with its stack, runs and tests",
+    response_class=Response,
+    responses=page_cache.JSON_OBJECT,
+)
+def api_pull(request: Request, number: PullNumber) -> Response:
+    def build() -> bytes | None:
+        with _session(request) as session:
+            detail = readmodel.pull_detail(
+                session, number, settings=getattr(request.app.state, "settings", None)
+            )
+        return None if detail is None else page_cache.json_bytes(_pull_json(detail))
+
+    body = page_cache.of(request).body(("api/pulls", number), build)
+    if body is None:
         raise HTTPException(404, f"no pull request #{number}")
+    return Response(body, media_type="application/json")
+
+
+def _pull_json(detail: dict[str, Any]) -> dict[str, Any]:
     return {
         "repo": detail["repo"],
         "pull": detail["pull"].to_json(),

@@ -20,7 +20,7 @@ from sqlmodel import Session
 from stackbot.config import MaintenanceSettings
 from stackbot.db import integration_store
 from stackbot.domain.graph_layout import GraphEdge, dependency_depths, edge_words
-from stackbot.web import readmodel
+from stackbot.web import page_cache, readmodel
 from stackbot.web.joblogs import tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
 from stackbot.web.readmodel.closed_children import closed_child_rows
@@ -81,17 +81,22 @@ def index(request: Request) -> HTMLResponse:
 
 @router.get("/series/{slug}", response_class=HTMLResponse)
 def series(request: Request, slug: str) -> HTMLResponse:
-    with _session(request) as session:
-        page = readmodel.series_page(
-            session,
-            readmodel.key_from_slug(slug),
-            settings=getattr(request.app.state, "settings", None),
-        )
-    if page is None:
-        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
-    return TEMPLATES.TemplateResponse(
-        request, "series.html", {"page": page, "stack": _stack_list(page)}
-    )
+    key = readmodel.key_from_slug(slug)
+
+    def build() -> bytes | None:
+        with _session(request) as session:
+            page = readmodel.series_page(
+                session, key, settings=getattr(request.app.state, "settings", None)
+            )
+        if page is None:
+            return None
+        context = {"page": page, "stack": _stack_list(page)}
+        return bytes(TEMPLATES.TemplateResponse(request, "series.html", context).body)
+
+    body = page_cache.of(request).body(("series", key), build)
+    if body is None:
+        raise HTTPException(404, f"no series {key!r}")
+    return HTMLResponse(body)
 
 
 @dataclass(frozen=True)
@@ -153,13 +158,19 @@ def _edge_title(page: readmodel.SeriesPage, child: int, parent: int, sources: li
 
 @router.get("/pulls/{number}", response_class=HTMLResponse)
 def pull(request: Request, number: PullNumber) -> HTMLResponse:
-    with _session(request) as session:
-        detail = readmodel.pull_detail(
-            session, number, settings=getattr(request.app.state, "settings", None)
-        )
-    if detail is None:
+    def build() -> bytes | None:
+        with _session(request) as session:
+            detail = readmodel.pull_detail(
+                session, number, settings=getattr(request.app.state, "settings", None)
+            )
+        if detail is None:
+            return None
+        return bytes(TEMPLATES.TemplateResponse(request, "pull.html", {"d": detail}).body)
+
+    body = page_cache.of(request).body(("pulls", number), build)
+    if body is None:
         raise HTTPException(404, f"no pull request #{number}")
-    return TEMPLATES.TemplateResponse(request, "pull.html", {"d": detail})
+    return HTMLResponse(body)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, text
 from sqlmodel import Session
 
 from stackbot.config import load_settings
@@ -61,6 +61,13 @@ def _seeded(backend: str, tmp_path: Path, prs: int) -> Iterator[Engine]:
             engine.dispose()
 
 
+def _move_clock(engine: Engine) -> None:
+    """Move the read clock, so the next request computes its page instead of sending the one
+    kept (stackbot/web/page_cache.py): these counts are about computing."""
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE read_clock SET ticks = ticks + 1 WHERE id = 1"))
+
+
 def _queries_per_page(engine: Engine, prs: int) -> dict[str, int]:
     app = FastAPI()
     app.state.engine = engine
@@ -74,6 +81,7 @@ def _queries_per_page(engine: Engine, prs: int) -> dict[str, int]:
     with TestClient(app) as client:
         for label, path in _pages(prs).items():
             assert client.get(path).status_code == 200  # warm: templates, first-use lookups
+            _move_clock(engine)
             seen.clear()
             event.listen(engine, "before_cursor_execute", record)
             try:

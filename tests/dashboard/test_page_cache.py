@@ -1,0 +1,115 @@
+"""Pages kept while the read clock stands still (stackbot/web/page_cache.py): a kept page is
+sent again only while nothing it shows has changed, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlmodel import Session, select
+
+from stackbot.db.models import PullRequest, TestResult
+from stackbot.web.page_cache import PageCache
+from tests.support.dashboard_data import seed_series
+
+PAGES = ("/series/6307", "/api/series/6307", "/pulls/8035", "/api/pulls/8035")
+
+
+def _cache(client: TestClient) -> PageCache:
+    cache: PageCache = client.app.state.page_cache  # type: ignore[attr-defined]
+    return cache
+
+
+def test_an_unchanged_page_is_computed_once_and_sent_again(
+    engine: Engine, client: TestClient
+) -> None:
+    seed_series(engine, prs=4)
+    first = {path: client.get(path) for path in PAGES}
+    assert all(r.status_code == 200 for r in first.values())
+    builds = _cache(client).builds
+    again = {path: client.get(path) for path in PAGES}
+    assert _cache(client).builds == builds
+    assert {p: r.content for p, r in again.items()} == {p: r.content for p, r in first.items()}
+    assert again["/api/series/6307"].headers["content-type"] == "application/json"
+    assert again["/series/6307"].headers["content-type"].startswith("text/html")
+
+
+def test_a_change_made_through_the_orm_shows_on_the_next_request(
+    engine: Engine, client: TestClient
+) -> None:
+    seed_series(engine, prs=4)
+    assert "A title nobody wrote" not in client.get("/series/6307").text
+    with Session(engine) as session:
+        pull = session.exec(select(PullRequest).where(PullRequest.number == 8035)).one()
+        pull.title = "A title nobody wrote"
+        session.add(pull)
+        session.commit()
+    assert "A title nobody wrote" in client.get("/series/6307").text
+    assert client.get("/api/pulls/8035").json()["pull"]["title"] == "A title nobody wrote"
+
+
+def test_a_change_made_with_plain_sql_elsewhere_shows_too(
+    engine: Engine, client: TestClient
+) -> None:
+    """A worker process, `stackbot db` or psql writes without this process knowing: the
+    database's triggers move the clock all the same."""
+    seed_series(engine, prs=4)
+    before = client.get("/api/series/6307").json()
+    with Session(engine) as session:
+        failed = session.exec(select(TestResult).where(TestResult.outcome == "failed")).all()
+    assert failed, "the seeded series has failing tests"
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE test_results SET outcome = 'passed'"))
+    assert client.get("/api/series/6307").json() != before  # recomputed, not the kept page
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE pull_requests SET title = 'Renamed in psql' WHERE number = 8036"))
+    assert "Renamed in psql" in client.get("/series/6307").text
+
+
+def test_a_missing_series_is_404_until_it_exists(engine: Engine, client: TestClient) -> None:
+    assert client.get("/series/6307").status_code == 404
+    assert client.get("/api/series/6307").status_code == 404
+    seed_series(engine, prs=3)
+    assert client.get("/series/6307").status_code == 200
+    assert client.get("/api/series/6307").json()["key"] == "#6307"
+
+
+def test_requests_for_one_page_at_a_new_tick_compute_it_once(engine: Engine) -> None:
+    cache = PageCache(engine)
+    calls: list[int] = []
+
+    def build() -> bytes:
+        calls.append(1)
+        time.sleep(0.2)
+        return b"page"
+
+    bodies: list[bytes | None] = []
+    threads = [
+        threading.Thread(target=lambda: bodies.append(cache.body(("series", "#1"), build)))
+        for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert bodies == [b"page"] * 8
+    assert len(calls) == 1
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE read_clock SET ticks = ticks + 1 WHERE id = 1"))
+    assert cache.body(("series", "#1"), build) == b"page"
+    assert len(calls) == 2
+
+
+def test_the_kept_bodies_stay_within_their_byte_budget(engine: Engine) -> None:
+    cache = PageCache(engine, max_bytes=100)
+    for n in range(3):
+        cache.body(n, lambda: b"x" * 40)
+    builds = cache.builds
+    cache.body(2, lambda: b"changed")  # the newest two are kept
+    cache.body(1, lambda: b"changed")
+    assert cache.builds == builds
+    assert cache.body(0, lambda: b"rebuilt") == b"rebuilt"  # the oldest was let go
+    assert cache.body(9, lambda: b"y" * 500) == b"y" * 500  # too big to keep, still sent
+    assert cache.body(9, lambda: b"again") == b"again"
