@@ -7,6 +7,10 @@ hundreds of jobs stays fast.
 """
 
 from stackbot.domain.retention import human_bytes
+from stackbot.web.readmodel.accounting import (
+    SeriesGpuPage,
+    series_gpu_page,
+)
 from stackbot.web.readmodel.jobs import JobDetail, job_detail, list_jobs
 from stackbot.web.readmodel.maintenance import MaintenanceView, maintenance_view
 from stackbot.web.readmodel.pulls import PullRow, pull_detail, pull_rows
@@ -37,6 +41,7 @@ __all__ = [
     "MaintenanceView",
     "PullRow",
     "RunSummary",
+    "SeriesGpuPage",
     "SeriesListRow",
     "SeriesPage",
     "StepRow",
@@ -55,6 +60,7 @@ __all__ = [
     "run_detail",
     "run_findings",
     "run_steps",
+    "series_gpu_page",
     "series_page",
     "series_slug",
     "task_counts",
