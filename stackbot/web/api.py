@@ -63,6 +63,18 @@ def api_series_gpu(request: Request, slug: str) -> dict[str, Any]:
     return page.to_json()
 
 
+@router.get("/series/{slug}/flaky", summary="The tests one series found flaky, across runs")
+def api_series_flaky(request: Request, slug: str) -> dict[str, Any]:
+    """Each test that failed on a run's tree and passed on the rerun of the same tree, with
+    how many times, and for each time the failing job and the passing rerun (the jobs that
+    ran) and the runs that reported it. Three queries, whatever the number of runs."""
+    with _session(request) as session:
+        page = readmodel.series_flaky_page(session, readmodel.key_from_slug(slug))
+    if page is None:
+        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    return page.to_json()
+
+
 @router.get("/pulls/{number}", summary="One pull request with its stack, runs and tests")
 def api_pull(request: Request, number: PullNumber) -> dict[str, Any]:
     with _session(request) as session:

@@ -109,6 +109,16 @@ def series_gpu(request: Request, slug: str) -> HTMLResponse:
     return TEMPLATES.TemplateResponse(request, "series_gpu.html", {"page": page})
 
 
+@router.get("/series/{slug}/flaky", response_class=HTMLResponse)
+def series_flaky(request: Request, slug: str) -> HTMLResponse:
+    """The tests the series found flaky, per test across runs, with both jobs of each time."""
+    with _session(request) as session:
+        page = readmodel.series_flaky_page(session, readmodel.key_from_slug(slug))
+    if page is None:
+        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    return TEMPLATES.TemplateResponse(request, "series_flaky.html", {"page": page})
+
+
 @dataclass(frozen=True)
 class StackItem:
     """One PR of the stack-order list: how deep it sits, what it depends on (in words), what

@@ -6,15 +6,10 @@ whatever the series' size; an unknown series is a 404."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 from sqlmodel import Session, col, select
 
@@ -25,28 +20,10 @@ from gpu_jobs.spec import JobResult
 from stackbot.config import Settings
 from stackbot.db import migrate
 from stackbot.db.engine import make_engine, session_scope
-from stackbot.db.models import IntegrationRun, Job, Series
+from stackbot.db.models import IntegrationRun, Job
 from stackbot.services import jobs as job_service
-from stackbot.web import dashboard
 from tests.support import postgres
-
-
-def _sim(engine: Engine, settings: Settings, policy: str, **kwargs: Any) -> Simulation:
-    settings = settings.model_copy(update={"test_plan_policy": policy})
-    sim = Simulation(engine, settings, **kwargs)
-    with session_scope(engine) as session:
-        session.add(Series(repo_id=sim.repo_id, key=SERIES, order=list(range(1, sim.prs + 1))))
-    return sim
-
-
-@contextmanager
-def _client(sim: Simulation) -> Iterator[TestClient]:
-    app = FastAPI()
-    app.state.engine = sim.engine
-    app.state.settings = sim.settings
-    dashboard.install(app)
-    with TestClient(app) as client:
-        yield client
+from tests.support.series_sim import series_sim, sim_client
 
 
 def _add_own_job(sim: Simulation, run_id: int, pr: int, seconds: float) -> int:
@@ -96,7 +73,7 @@ def _add_own_job(sim: Simulation, run_id: int, pr: int, seconds: float) -> int:
 def test_series_first_gpu_hours_per_push_and_per_pr_and_the_policy_saving(
     engine: Engine, settings: Settings
 ) -> None:
-    sim = _sim(engine, settings, "series-first", prs=4)
+    sim = series_sim(engine, settings, "series-first", prs=4)
     first = sim.push()
     sim.drive()
     second = sim.push(2)  # a new head of #2: a new series tree and stacks #2..#4
@@ -117,7 +94,7 @@ def test_series_first_gpu_hours_per_push_and_per_pr_and_the_policy_saving(
         assert two_by_four.gpu_seconds == 7200.0  # 2 nodes x 4 GPUs x 900 s = 2.0 GPU-h
         assert session.get(Job, own) is not None
 
-    with _client(sim) as client:
+    with sim_client(sim) as client:
         body = client.get("/api/series/6307/gpu").json()
         html = client.get("/series/6307/gpu").text
         series_page = client.get("/series/6307").text
@@ -180,10 +157,10 @@ def test_series_first_gpu_hours_per_push_and_per_pr_and_the_policy_saving(
 def test_every_stack_gpu_hours_per_pr_and_what_reuse_saved(
     engine: Engine, settings: Settings
 ) -> None:
-    sim = _sim(engine, settings, "every-stack", prs=4)
+    sim = series_sim(engine, settings, "every-stack", prs=4)
     pushed = sim.push()
     sim.drive()
-    with _client(sim) as client:
+    with sim_client(sim) as client:
         body = client.get("/api/series/6307/gpu").json()
         html = client.get("/series/6307/gpu").text
     # The series tree is tested first; #1..#3's stacks are three more trees; #4's stack is the
@@ -216,8 +193,8 @@ def test_every_stack_gpu_hours_per_pr_and_what_reuse_saved(
 
 
 def test_unknown_series_is_a_404(engine: Engine, settings: Settings) -> None:
-    sim = _sim(engine, settings, "series-first", prs=2)
-    with _client(sim) as client:
+    sim = series_sim(engine, settings, "series-first", prs=2)
+    with sim_client(sim) as client:
         for path in ("/series/{}/gpu", "/api/series/{}/gpu"):
             for slug in ("9999", "a%00b", "root-1"):
                 assert client.get(path.format(slug)).status_code == 404, path.format(slug)
@@ -234,7 +211,7 @@ def _queries(database_url: str, settings: Settings, prs: int) -> dict[str, int]:
     migrate.upgrade(database_url)
     engine = make_engine(database_url)
     try:
-        sim = _sim(engine, settings, "every-stack", prs=prs, injected=Injected(flaky_at=[2]))
+        sim = series_sim(engine, settings, "every-stack", prs=prs, injected=Injected(flaky_at=[2]))
         sim.push()
         sim.drive()
         sim.use_policy("series-first")
@@ -246,7 +223,7 @@ def _queries(database_url: str, settings: Settings, prs: int) -> dict[str, int]:
             seen.append(str(args[2]))
 
         counts = {}
-        with _client(sim) as client:
+        with sim_client(sim) as client:
             for path in PAGES:
                 assert client.get(path).status_code == 200
                 seen.clear()

@@ -8,7 +8,9 @@ hundreds of jobs stays fast.
 
 from stackbot.domain.retention import human_bytes
 from stackbot.web.readmodel.accounting import (
+    SeriesFlakyPage,
     SeriesGpuPage,
+    series_flaky_page,
     series_gpu_page,
 )
 from stackbot.web.readmodel.jobs import JobDetail, job_detail, list_jobs
@@ -41,6 +43,7 @@ __all__ = [
     "MaintenanceView",
     "PullRow",
     "RunSummary",
+    "SeriesFlakyPage",
     "SeriesGpuPage",
     "SeriesListRow",
     "SeriesPage",
@@ -60,6 +63,7 @@ __all__ = [
     "run_detail",
     "run_findings",
     "run_steps",
+    "series_flaky_page",
     "series_gpu_page",
     "series_page",
     "series_slug",

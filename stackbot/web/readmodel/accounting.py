@@ -1,5 +1,5 @@
-"""The series' GPU-hours page (issue 13 point 5), read in a fixed number of queries whatever
-the number of PRs, pushes, runs or jobs."""
+"""The series' GPU-hours page and its flaky tests page (issue 13 points 5 and 3), each read in
+a fixed number of queries whatever the number of PRs, pushes, runs or jobs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 from sqlmodel import Session
 
 from stackbot.config import Settings
-from stackbot.db import accounting_store, dashboard_store
+from stackbot.db import accounting_store, dashboard_store, flaky_store
 from stackbot.domain.accounting import PushAccount, SeriesAccount, Slice
+from stackbot.domain.flaky import FlakyEvent, FlakyTest
 from stackbot.web.readmodel.series import series_slug
 from stackbot.web.readmodel.summaries import iso
 
@@ -91,3 +92,54 @@ def series_gpu_page(
         else Settings.model_fields["test_plan_policy"].default
     )
     return SeriesGpuPage(series.key, series_slug(series.key), repository.full_name, policy, account)
+
+
+def event_json(event: FlakyEvent) -> dict[str, Any]:
+    return {
+        "test_set": event.test_set,
+        "shape": event.shape,
+        "tree": event.tree_sha,
+        "failed_job": event.failed_job,
+        "passed_job": event.passed_job,
+        "failed_run": event.failed_run,
+        "passed_run": event.passed_run,
+        "failed_node": event.failed_node,
+        "passed_node": event.passed_node,
+        "failed_at": iso(event.failed_at) if event.failed_at else None,
+        "reported_by": [
+            {"run": r.id, "kind": r.kind, "target_pr": r.target_pr} for r in event.runs
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class SeriesFlakyPage:
+    key: str
+    slug: str
+    repo: str
+    tests: tuple[FlakyTest, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "series": self.key,
+            "repo": self.repo,
+            "tests": [
+                {
+                    "nodeid": t.nodeid,
+                    "times": t.times,
+                    "configs": list(t.configs),
+                    "trees": list(t.trees),
+                    "events": [event_json(e) for e in t.events],
+                }
+                for t in self.tests
+            ],
+        }
+
+
+def series_flaky_page(session: Session, key: str) -> SeriesFlakyPage | None:
+    found = dashboard_store.find_series(session, key=key)
+    if found is None:
+        return None
+    series, repository = found
+    tests = flaky_store.series_flaky_tests(session, repo_id=series.repo_id, series_key=series.key)
+    return SeriesFlakyPage(series.key, series_slug(series.key), repository.full_name, tuple(tests))
