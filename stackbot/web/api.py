@@ -8,7 +8,6 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from sqlmodel import Session
 
 from stackbot.config import MaintenanceSettings
-from stackbot.db import accounting_store
 from stackbot.web import page_cache, readmodel
 from stackbot.web.params import PullNumber, RowId
 from stackbot.web.readmodel.tasks import last_data_change
@@ -53,19 +52,36 @@ def api_series_detail(request: Request, slug: str) -> Response:
     return Response(body, media_type="application/json")
 
 
-@router.get("/series/{slug}/gpu", summary="GPU-hours one series' jobs spent, by purpose")
+@router.get("/series/{slug}/gpu", summary="GPU-hours of one series: per push, per PR, saved")
 def api_series_gpu(request: Request, slug: str) -> dict[str, Any]:
-    """Two aggregate queries, whatever the number of PRs: GPU-hours spent by purpose (tree,
-    confirm, bisect, retry) and what reused results saved (their sources' GPU-hours)."""
-    if "\x00" in slug:  # no series key holds a NUL (and PostgreSQL refuses one)
-        raise HTTPException(404, f"no series {slug!r}")
+    """GPU-hours the series' jobs spent by purpose (tree, confirm, bisect, retry), per push
+    (``by_push``: each series run with the stack runs made with it), per PR (``by_pr``: its
+    stack runs' jobs and its own test files' jobs; ``shared`` is the series tree's other
+    jobs), what reused results saved (their sources' GPU-hours) and what the test plan policy
+    saved (``saved_by_policy``: the stacks series-first left to the series tree, at the mean
+    measured duration of each configuration). A fixed number of aggregate queries, whatever
+    the number of PRs or jobs."""
     with _session(request) as session:
-        hours = accounting_store.series_gpu_hours(session, series_key=readmodel.key_from_slug(slug))
-    return {
-        "gpu_hours": round(hours.total, 3),
-        "by_purpose": {k: round(v, 3) for k, v in sorted(hours.by_purpose.items())},
-        "saved_by_reuse": round(hours.saved_by_reuse, 3),
-    }
+        page = readmodel.series_gpu_page(
+            session,
+            readmodel.key_from_slug(slug),
+            settings=getattr(request.app.state, "settings", None),
+        )
+    if page is None:
+        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    return page.to_json()
+
+
+@router.get("/series/{slug}/flaky", summary="The tests one series found flaky, across runs")
+def api_series_flaky(request: Request, slug: str) -> dict[str, Any]:
+    """Each test that failed on a run's tree and passed on the rerun of the same tree, with
+    how many times, and for each time the failing job and the passing rerun (the jobs that
+    ran) and the runs that reported it. Three queries, whatever the number of runs."""
+    with _session(request) as session:
+        page = readmodel.series_flaky_page(session, readmodel.key_from_slug(slug))
+    if page is None:
+        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    return page.to_json()
 
 
 @router.get(

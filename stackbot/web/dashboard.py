@@ -55,6 +55,7 @@ TEMPLATES.env.globals["pair_paths"] = _pair_paths
 TEMPLATES.env.globals["matrix_prs"] = _matrix_prs
 TEMPLATES.env.filters["bytes"] = readmodel.human_bytes
 TEMPLATES.env.filters["num"] = lambda value: f"{float(value):g}"
+TEMPLATES.env.filters["hours"] = lambda value: f"{float(value):,.2f}"
 
 router = APIRouter(include_in_schema=False)
 
@@ -97,6 +98,30 @@ def series(request: Request, slug: str) -> HTMLResponse:
     if body is None:
         raise HTTPException(404, f"no series {key!r}")
     return HTMLResponse(body)
+
+
+@router.get("/series/{slug}/gpu", response_class=HTMLResponse)
+def series_gpu(request: Request, slug: str) -> HTMLResponse:
+    """GPU-hours of the series per push and per PR, and what reuse and the policy saved."""
+    with _session(request) as session:
+        page = readmodel.series_gpu_page(
+            session,
+            readmodel.key_from_slug(slug),
+            settings=getattr(request.app.state, "settings", None),
+        )
+    if page is None:
+        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    return TEMPLATES.TemplateResponse(request, "series_gpu.html", {"page": page})
+
+
+@router.get("/series/{slug}/flaky", response_class=HTMLResponse)
+def series_flaky(request: Request, slug: str) -> HTMLResponse:
+    """The tests the series found flaky, per test across runs, with both jobs of each time."""
+    with _session(request) as session:
+        page = readmodel.series_flaky_page(session, readmodel.key_from_slug(slug))
+    if page is None:
+        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    return TEMPLATES.TemplateResponse(request, "series_flaky.html", {"page": page})
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from sqlmodel import Session, select
 from benchmarks.plan_sim import SERIES, Injected, Simulation
 from stackbot.config import Settings
 from stackbot.db import accounting_store
-from stackbot.db.models import Job
+from stackbot.db.engine import session_scope
+from stackbot.db.models import Job, Series
 from stackbot.domain import accounting
 from stackbot.web import dashboard
 from stackbot.web.readmodel.series import series_slug
@@ -33,6 +34,8 @@ def test_gpu_seconds_is_nodes_times_gpus_times_wall_time() -> None:
 def test_store_sums_agree_with_the_timing_executor(engine: Engine, settings: Settings) -> None:
     settings = settings.model_copy(update={"test_plan_policy": "every-stack"})
     sim = Simulation(engine, settings, prs=4, injected=Injected(fail_at=[2], flaky_at=[3]))
+    with session_scope(engine) as session:
+        session.add(Series(repo_id=sim.repo_id, key=SERIES))
     sim.push()
     sim.drive()
     sim.use_policy("series-first")
@@ -60,6 +63,10 @@ def test_store_sums_agree_with_the_timing_executor(engine: Engine, settings: Set
     with TestClient(app) as client:
         body = client.get(f"/api/series/{series_slug(SERIES)}/gpu").json()
         assert client.get("/api/series/a%00b/gpu").status_code == 404
+        assert client.get("/api/series/6308/gpu").status_code == 404
     assert body["gpu_hours"] == pytest.approx(series.total, abs=1e-3)
     assert body["saved_by_reuse"] == pytest.approx(series.saved_by_reuse, abs=1e-3)
     assert set(body["by_purpose"]) == set(series.by_purpose)
+    assert sum(p["gpu_hours"] for p in body["by_push"]) == pytest.approx(series.total, abs=1e-2)
+    parts = body["shared"]["gpu_hours"] + sum(p["gpu_hours"] for p in body["by_pr"].values())
+    assert parts == pytest.approx(series.total, abs=1e-2)

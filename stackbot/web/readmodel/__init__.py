@@ -7,6 +7,12 @@ hundreds of jobs stays fast.
 """
 
 from stackbot.domain.retention import human_bytes
+from stackbot.web.readmodel.accounting import (
+    SeriesFlakyPage,
+    SeriesGpuPage,
+    series_flaky_page,
+    series_gpu_page,
+)
 from stackbot.web.readmodel.jobs import JobDetail, job_detail, list_jobs
 from stackbot.web.readmodel.maintenance import MaintenanceView, maintenance_view
 from stackbot.web.readmodel.pulls import PullRow, pull_detail, pull_rows
@@ -37,6 +43,8 @@ __all__ = [
     "MaintenanceView",
     "PullRow",
     "RunSummary",
+    "SeriesFlakyPage",
+    "SeriesGpuPage",
     "SeriesListRow",
     "SeriesPage",
     "StepRow",
@@ -55,6 +63,8 @@ __all__ = [
     "run_detail",
     "run_findings",
     "run_steps",
+    "series_flaky_page",
+    "series_gpu_page",
     "series_page",
     "series_slug",
     "task_counts",
