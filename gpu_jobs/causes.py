@@ -34,7 +34,7 @@ MAX_EXCERPT_LINES = 12
 MAX_SUMMARY_CHARS = 300
 _TAIL_BYTES = 200_000
 
-_PREFIX = re.compile(r"^\[(?:default|rank)?(\d+)\]:")
+_PREFIX = re.compile(r"^\[(default|rank)?(\d+)\]:")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _ERROR = re.compile(
     r"^(?:E\s+|INTERNALERROR>\s*)?"
@@ -85,8 +85,18 @@ def rank_output(phase_dir: Path, console_log: Path, node_rank: int, local_rank: 
     own = []
     for line in _tail(console_log).splitlines():
         match = _PREFIX.match(line)
-        if match and int(match[1]) == local_rank:
-            own.append(line[match.end() :])
+        if match is None:
+            continue
+        # A rank's write without a newline (pytest's progress dots) runs into the next line
+        # torchrun prefixes: ``[default2]:.[default2]:Fatal Python error: ...``.
+        inner = re.compile(rf"\[{match[1] or ''}(\d+)\]:")
+        rank, start = int(match[2]), match.end()
+        for joined in inner.finditer(line, start):
+            if rank == local_rank:
+                own.append(line[start : joined.start()])
+            rank, start = int(joined[1]), joined.end()
+        if rank == local_rank:
+            own.append(line[start:])
     if own:
         return own
     found: list[str] = []

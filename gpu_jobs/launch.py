@@ -29,6 +29,7 @@ HYGIENE_ENV: dict[str, str] = {
     "PYTHONUNBUFFERED": "1",
 }
 _FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+_ROOT_CAUSE = "Root Cause (first observed failure)"
 
 
 def launch_env(base: Mapping[str, str], extra: Mapping[str, str], *, cpu: bool) -> dict[str, str]:
@@ -98,9 +99,21 @@ def torchrun_argv(
 
 def rank_failures(log_text: str) -> dict[int, int]:
     """Exit codes torchrun reported per global rank in its failure summary."""
+    return {int(rank): int(code) for rank, code in _FAILURE.findall(_summary(log_text))}
+
+
+def root_cause_rank(log_text: str) -> int | None:
+    """The global rank torchrun's failure summary names as its first observed failure (the
+    other ranks it lists are mostly the ones it stopped after that); None without a summary."""
+    section = _summary(log_text)
+    at = section.find(_ROOT_CAUSE)
+    found = _FAILURE.search(section, at) if at >= 0 else None
+    return int(found[1]) if found else None
+
+
+def _summary(log_text: str) -> str:
     marker = log_text.rfind("ChildFailedError")
-    section = log_text[marker:] if marker >= 0 else log_text[-20000:]
-    return {int(rank): int(code) for rank, code in _FAILURE.findall(section)}
+    return log_text[marker:] if marker >= 0 else log_text[-20000:]
 
 
 class ProcessTree:

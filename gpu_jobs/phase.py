@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_jobs.junit import describe_ranks
-from gpu_jobs.launch import ProcessTree, rank_failures
+from gpu_jobs.launch import ProcessTree, rank_failures, root_cause_rank
 
 PROGRESS_EVERY_S = 5.0
 POLL_S = 0.2
@@ -32,6 +32,7 @@ class PhaseOutcome:
     started: tuple[int, ...] = ()
     finished: dict[int, int] = field(default_factory=dict)  # rank -> pytest exit status
     rank_exit_codes: dict[int, int] = field(default_factory=dict)  # from torchrun's summary
+    root_cause: int | None = None  # the rank torchrun's summary names as the first failure
     timed_out: bool = False
     interrupted: bool = False
     hung_ranks: tuple[int, ...] = ()
@@ -53,6 +54,7 @@ class PhaseOutcome:
             started=tuple(data["started"]),
             finished={int(k): v for k, v in data["finished"].items()},
             rank_exit_codes={int(k): v for k, v in data["rank_exit_codes"].items()},
+            root_cause=data.get("root_cause"),  # absent in a report of an older runner
             timed_out=data["timed_out"],
             interrupted=data["interrupted"],
             hung_ranks=tuple(data["hung_ranks"]),
@@ -158,13 +160,15 @@ def run_phase(
         if timed_out:
             hung = unfinished
     finished = {rank: status for rank, (status, _) in watch.finished().items()}
+    summary = _tail(log)
     outcome = PhaseOutcome(
         name=launch.name,
         ranks=launch.ranks,
         exit_code=None if stopped_by_us else tree.poll(),
         started=tuple(sorted(watch.started())),
         finished=finished,
-        rank_exit_codes=rank_failures(_tail(log)),
+        rank_exit_codes=rank_failures(summary),
+        root_cause=root_cause_rank(summary),
         timed_out=timed_out,
         interrupted=interrupted,
         hung_ranks=hung,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast, get_args
 
 from gpu_jobs import __version__
@@ -195,6 +195,12 @@ class JobResult:
     @property
     def passed(self) -> bool:
         return self.status == "passed"
+
+    def uncounted(self) -> JobResult:
+        """This result without its test outcomes. An ``infra`` result says nothing about the
+        tree (the node failed, not the tests), so nothing its ranks reported is counted, even
+        tests that ran before a rank was lost; their JUnit files stay listed in ``logs``."""
+        return replace(self, counts=Counts(), tests=(), failed_ranks=())
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -179,9 +179,12 @@ def own_test_set_name(pr: int) -> str:
 
 def own_test_set_pr(name: str) -> int | None:
     """The PR whose own test files the test set ``name`` runs (None: a configured test set)."""
-    if not name.startswith(OWN_PREFIX) or not name[len(OWN_PREFIX) :].isdigit():
+    number = name[len(OWN_PREFIX) :]
+    # ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and "٣" (which it
+    # reads as 3), and these names come from PR comments too.
+    if not name.startswith(OWN_PREFIX) or not (number.isascii() and number.isdigit()):
         return None
-    return int(name[len(OWN_PREFIX) :])
+    return int(number)
 
 
 def glob_match(pattern: str, path: str) -> bool:

@@ -2,14 +2,35 @@
 
 Rules, first match wins: a node that stopped the job before its tests (setup failed, node check
 failed: ``infra``; a missing commit or no target: ``error``) decides; then a cancel
-(``cancelled``); the job's timeout (``timeout``); a node without a report, a crashed or a hung
-rank (``error``, naming them and, for a rank whose pytest could not start or collect the tests
-or that died before any result, the lines of its output naming the error: an error of the tree,
-not the node); torchrun failing before any rank started (``infra``); no test collected
-(``error``, with pytest's closing line); failures only of targets that need more ranks than the
-job has (``error``, saying so); a test that failed or errored on any rank (``failed``);
-otherwise ``passed`` (naming tolerated flaky tests). The test set's conventions are applied to
-the merged outcomes first (:mod:`gpu_jobs.conventions`).
+(``cancelled``); the job's timeout (``timeout``); a node without a report (``infra``: its
+runner was killed or died with its node); torchrun failing before any rank started
+(``infra``); a lost rank (``infra``, below); a crashed or a hung rank (``error``, naming them
+and, for a rank whose pytest could not start or collect the tests or that died before any
+result, the lines of its output naming the error: an error of the tree, not the node); no test
+collected (``error``, with pytest's closing line); failures only of targets that need more
+ranks than the job has (``error``, saying so); a test that failed or errored on any rank
+(``failed``); otherwise ``passed`` (naming tolerated flaky tests). The test set's conventions
+are applied to the merged outcomes first (:mod:`gpu_jobs.conventions`).
+
+A rank is *lost* (issue 13: "a rank lost" is infra, whenever it happens) when
+
+- torchrun's failure summary names it as the first observed failure and it was ended by a
+  signal only something outside it sends: SIGKILL (the kernel's OOM killer, an operator, a
+  node agent), SIGTERM or SIGHUP. The ranks torchrun stopped after it (listed with SIGTERM,
+  or SIGKILL once its grace ran out) are not lost but stopped; or
+- its ranks were all ended by such signals while none crashed (the summary is missing, so
+  nothing inside the job explains them); or
+- its pytest session ended but its JUnit report is missing or unreadable.
+
+A rank that exits with a code of its own (``os._exit(3)``, pytest's collection or usage errors)
+or dies of a signal it raised on itself (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL: the tree's
+code crashed the interpreter) is *crashed*: an ``error``, the tree's when its output says why.
+A lost rank makes the job ``infra`` even if tests already ran, on it or on other ranks, and
+even if other ranks crashed after it (a collective whose peer vanished raises): an ``infra``
+result carries no test outcomes and zero counts (:meth:`JobResult.uncounted`), so what the
+surviving ranks reported is never counted as a test result; its message says how many results
+were written and the JUnit files stay in ``logs``. stackbot retries an ``infra`` job on another
+node, a bounded number of times (``infra_retries``).
 """
 
 from __future__ import annotations
@@ -35,12 +56,15 @@ from gpu_jobs.junit import (
     read_rank_report,
 )
 from gpu_jobs.nodes import NodeReport, read_reports, write_atomic
+from gpu_jobs.phase import PhaseWatch
 from gpu_jobs.result import ErrorOf
 from gpu_jobs.spec import Counts, Durations, JobResult, JobSpec, JobStatus, NodeCheck
 
 # pytest's exit statuses that mean "the session ran": ok, tests failed, nothing collected.
 _SESSION_RAN = (0, 1, 5)
 _STOPPED_BY_LAUNCHER = (-int(signal.SIGTERM), -int(signal.SIGKILL))
+# Signals a rank does not raise on itself by crashing: something outside it ended it.
+_LOST_SIGNALS = (-int(signal.SIGKILL), -int(signal.SIGTERM), -int(signal.SIGHUP))
 
 
 @dataclass
@@ -49,6 +73,8 @@ class RankFate:
     stopped: list[int] = field(default_factory=list)  # stopped by torchrun after another failed
     hung: list[int] = field(default_factory=list)
     causes: dict[int, Cause] = field(default_factory=dict)  # crashed rank -> what stopped it
+    # rank -> the signal's exit code (None: its session ended, its JUnit report is missing)
+    lost: dict[int, int | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,7 +107,7 @@ def decide(
     _read_causes(spec, out_dir, present, fate)
     verdict = _status(spec, present, absent, judged, fate, out_dir)
     first = next(iter(present.values()), None)
-    return JobResult(
+    result = JobResult(
         job_id=spec.job_id,
         status=verdict.status,
         message=verdict.message,
@@ -103,6 +129,7 @@ def decide(
         started_at=started_at,
         finished_at=finished_at,
     )
+    return result.uncounted() if result.status == "infra" else result
 
 
 def _status(
@@ -136,9 +163,10 @@ def _status(
         )
     if absent:
         return Verdict(
-            "error",
-            f"node(s) {describe_ranks(absent)} wrote no report: their runner crashed or was "
-            "killed; see the scheduler's log",
+            "infra",
+            f"node(s) {describe_ranks(absent)} wrote no report: their runner was killed or "
+            "crashed, the node was lost; see the scheduler's log",
+            "node",
         )
     launch_failed = [p for p in phases if p.launch_failed]
     if launch_failed:
@@ -148,6 +176,8 @@ def _status(
             f"{launch_failed[0].log}",
             "node",
         )
+    if fate.lost:
+        return _lost_verdict(fate, PhaseWatch(out_dir / "tests", range(spec.shape.world_size)))
     if fate.crashed or fate.hung:
         return _crash_verdict(fate, merged.counts.total)
     if merged.counts.total == 0:
@@ -194,6 +224,43 @@ def _nothing_collected(spec: JobSpec, present: Mapping[int, NodeReport], out_dir
     return Verdict("error", message, "tree", closing)
 
 
+def _lost_verdict(fate: RankFate, progress: PhaseWatch) -> Verdict:
+    parts = []
+    for rank, code in sorted(fate.lost.items()):
+        own = PhaseWatch(progress.progress_dir.parent, [rank]).results()
+        if code is None:
+            parts.append(f"rank {rank} ended its tests but its JUnit report is missing")
+        else:
+            parts.append(
+                f"rank {rank} was lost ({_signal_name(code)}) after {own} test "
+                f"result{'' if own == 1 else 's'}"
+            )
+    if fate.crashed:
+        failed = sorted(fate.crashed)
+        who = f"rank {failed[0]}" if len(failed) == 1 else f"ranks {describe_ranks(failed)}"
+        parts.append(f"{who} failed after that")
+    if fate.stopped:
+        stopped = describe_ranks(fate.stopped)
+        parts.append(
+            f"rank {stopped} was stopped by torchrun after that"
+            if len(fate.stopped) == 1
+            else f"ranks {stopped} were stopped by torchrun after that"
+        )
+    written = progress.results()
+    parts.append(
+        f"the node failed, not the tests: none of the {written} test results the ranks wrote "
+        "are counted"
+    )
+    return Verdict("infra", "; ".join(parts), "node")
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"exit code {code}"
+
+
 def _crash_verdict(fate: RankFate, results: int) -> Verdict:
     message = _crash_message(fate, results)
     if not fate.causes:
@@ -236,6 +303,7 @@ def _crash_message(fate: RankFate, results: int) -> str:
 
 def _rank_fate(present: Mapping[int, NodeReport], reported: set[int]) -> RankFate:
     fate = RankFate()
+    stopped_codes: dict[int, int | None] = {}
     for report in present.values():
         phase = report.tests
         if phase is None:
@@ -246,16 +314,22 @@ def _rank_fate(present: Mapping[int, NodeReport], reported: set[int]) -> RankFat
         for rank in phase.ranks:
             if rank in phase.hung_ranks:
                 continue
-            if phase.finished.get(rank) in _SESSION_RAN and rank in reported:
-                continue
+            status = phase.finished.get(rank)
             code = phase.rank_exit_codes.get(rank)
-            if code in _STOPPED_BY_LAUNCHER and phase.finished.get(rank) is None:
+            if status in _SESSION_RAN:
+                if rank not in reported:
+                    fate.lost[rank] = None  # the session ended; its report never arrived
+                continue
+            if status is None and code in _LOST_SIGNALS and rank == phase.root_cause:
+                fate.lost[rank] = code  # killed from outside, first of its node
+            elif status is None and code in _STOPPED_BY_LAUNCHER:
                 fate.stopped.append(rank)
+                stopped_codes[rank] = code
             else:
-                fate.crashed[rank] = code if code is not None else phase.finished.get(rank)
-    if fate.stopped and not fate.crashed and not fate.hung:
-        # Nothing else failed, so the signal came from outside: count them as crashed.
-        fate.crashed = dict.fromkeys(fate.stopped, -int(signal.SIGTERM))
+                fate.crashed[rank] = code if code is not None else status
+    if fate.stopped and not fate.crashed and not fate.hung and not fate.lost:
+        # Nothing else failed, so the signals came from outside: those ranks were lost.
+        fate.lost = {rank: stopped_codes[rank] for rank in fate.stopped}
         fate.stopped = []
     return fate
 

@@ -180,6 +180,8 @@ class SlurmExecutor:
         if decided is not None and result.status in _UNFINISHED:
             status, why = decided
             result = replace(result, status=status, message=f"{why}; {result.message}".rstrip("; "))
+        if result.status == "infra":
+            result = result.uncounted()  # a node failure: what its ranks reported is not counted
         return replace(result, logs=logs)
 
     # -- helpers -------------------------------------------------------------------------------

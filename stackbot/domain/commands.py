@@ -9,7 +9,8 @@ What counts as a command (deliberately strict, so discussion never triggers anyt
   approval must not approve again.
 - The first command line of a comment is the comment's command; the rest is ignored.
 - ``/ok to test`` takes the next word as the SHA (missing or non-hex SHAs are refused with a
-  reply, since the writer clearly meant a command). ``/stackbot retest [TEST_SET]``,
+  reply, since the writer clearly meant a command). ``/stackbot retest [TEST_SET]`` (a
+  configured test set, or ``own:N``: PR N's own test files, on PR N only),
   ``/stackbot status``, ``/stackbot depends-on #N`` and ``/stackbot no-dependency #N`` (``N``
   alone too) are the other commands; any other ``/stackbot`` word is an :class:`Unknown`
   command that gets a usage reply.
@@ -99,7 +100,7 @@ Command = OkToTest | Retest | Status | DependsOn | NoDependency | Restack | Port
 
 USAGE = (
     "Commands: `/ok to test <sha>` (vetters: test this commit), "
-    "`/stackbot retest [TEST_SET]` (vetters), `/stackbot status`, "
+    "`/stackbot retest [TEST_SET | own:N]` (vetters), `/stackbot status`, "
     "`/stackbot depends-on #N` and `/stackbot no-dependency #N` (the PR's author or vetters), "
     "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters)."
 )
@@ -308,6 +309,71 @@ def retest_refusal(commenter: str) -> str:
         f"@{commenter}, only vetters (write access, or listed as vetters in stackbot's "
         "configuration) can ask for a retest."
     )
+
+
+# A path shown in a reply: plain path characters only, since a file name is the PR author's
+# text (a backtick would close the code span around it).
+_SHOWN_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,199}$")
+MAX_NAMED_FILES = 10
+
+
+def retest_reply(
+    number: int,
+    *,
+    test_sets: Sequence[str],
+    own: bool,
+    own_files: Sequence[str] = (),
+    integrated: bool = True,
+) -> str:
+    """The answer to an accepted ``/stackbot retest``, naming what is retested: the configured
+    test sets (names from the configuration, never the comment's words) and, with ``own``,
+    ``own:N``, the PR's own test files, with their paths where known."""
+    parts = [f"`{name}`" for name in test_sets]
+    if own:
+        files = f": {_paths(own_files)}" if own_files else ""
+        parts.append(f"`own:{number}` (#{number}'s own test files{files})")
+    what = _joined(parts) or "nothing"
+    if not integrated:
+        return (
+            f"#{number}'s current head is not integrated yet: {what} will be tested on its "
+            "tree once it is."
+        )
+    return f"Retesting {what} on #{number}'s current tree: new jobs, no earlier result reused."
+
+
+def retest_own_refusal(number: int, *, asked: int | None, roots: Sequence[str] | None) -> str:
+    """Why ``/stackbot retest own:M`` runs nothing: M is another PR (``asked``), the
+    repository runs no PR's own test files (``roots`` None), or this PR has none under
+    ``roots``."""
+    if asked is not None and asked != number:
+        return (
+            f"`own:{asked}` is #{asked}'s own test files; on #{number}, "
+            f"`/stackbot retest own:{number}` retests this PR's own test files."
+        )
+    if roots is None:
+        return (
+            "This repository does not run PRs' own test files (its test-set file has no "
+            f"`[own_tests]` table): `own:{number}` has nothing to retest."
+        )
+    where = _joined([f"`{root}`" for root in roots if _SHOWN_PATH.match(root)]) or "the roots"
+    return (
+        f"#{number} adds or modifies no test file under {where} on its current head: "
+        f"`own:{number}` has nothing to retest."
+    )
+
+
+def _paths(paths: Sequence[str]) -> str:
+    shown = [f"`{path}`" for path in paths if _SHOWN_PATH.match(path)][:MAX_NAMED_FILES]
+    rest = len(paths) - len(shown)
+    if rest:
+        shown.append(f"{rest} more file{'' if rest == 1 else 's'}")
+    return ", ".join(shown)
+
+
+def _joined(parts: Sequence[str]) -> str:
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def dependency_override_refusal(commenter: str) -> str:

@@ -10,7 +10,14 @@ and a retried or concurrent planning pass wants the same jobs again, never new o
 For each configuration:
 
 1. The run's final tree is tested (``tree``). An ``infra`` result (the node, not the tests) is
-   retried on another node up to ``infra_retries`` times (``retry``) and never counted.
+   retried on another node up to ``infra_retries`` times (``retry``) and never counted. A job
+   is ``infra`` when its node check failed, setup ran out of time before any test ran, a node
+   failed or wrote no report, torchrun could not start the ranks, or a rank was *lost*: killed
+   from outside (SIGKILL, SIGTERM, SIGHUP as torchrun's first observed failure) or its
+   finished session's report never arrived — even mid-test, after tests ran on it or on the
+   other ranks. Those tests are not results: an infra job carries no test outcomes (the
+   precise rule is :mod:`gpu_jobs.verdict`'s). A rank that exits with a code of its own or
+   crashes the interpreter (SIGSEGV, SIGABRT ...) is the tree's ``error``, never retried.
 2. A test failing there that does not fail on main (it passes on main, or main does not have it)
    is a *suspect*. Tests failing on main too are ``pre-existing``.
 3. Suspects are confirmed by a rerun of the same tree (``confirm``, attempt 2). A suspect that

@@ -13,7 +13,8 @@ The rules, first match wins:
 4. ``error``: the integration failed for a reason other than a conflict;
 5. ``needs approval``: nobody may test this head until a vetter comments ``/ok to test <sha>``;
 6. ``new failures``: a test fails on this PR's tree and passes on main (or is new and fails);
-7. ``error`` again when a job ended without a usable result (timeout, infra, cancelled);
+7. ``error`` again when a job ended without a usable result (timeout, infra, cancelled; an
+   infra job only once its retries on other nodes are spent: a row shows the newest attempt);
 8. ``testing``: integrating, or test jobs are queued or running;
 9. ``no regressions``: every failure also fails on main (main's problem, shown amber, never red);
 10. ``ready``: integrated and every test passes.

@@ -317,7 +317,12 @@ def _poll_one(engine: Engine, executor: Executor, job: Job, advance: Advance) ->
 
 
 def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str | None) -> list[int]:
-    """Store a finished job's result (and copy it to the jobs reusing it); returns their ids."""
+    """Store a finished job's result (and copy it to the jobs reusing it); returns their ids.
+
+    An ``infra`` result is stored without test outcomes whatever reported it (a runner of
+    any version, Slurm's word on a node failure): it is never counted as a test result."""
+    if result.status == "infra":
+        result = result.uncounted()
     with session_scope(engine) as session:
         row = jobs_store.get_job(session, job_id=job_id)
         assert row is not None

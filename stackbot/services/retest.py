@@ -3,10 +3,13 @@ all. Asked for by ``/stackbot retest [SET]`` or by re-running a check run on Git
 
 from __future__ import annotations
 
+from sqlalchemy import Engine
+
 from gpu_jobs.testsets import own_test_set_pr
 from stackbot.db import github_store as store
 from stackbot.db import integration_store
 from stackbot.db.engine import session_scope
+from stackbot.domain.own_tests import OwnFile
 from stackbot.domain.tasks import PollJobs, Report, Retest
 from stackbot.services import jobs as job_service
 from stackbot.services import own_tests as own_service
@@ -41,6 +44,25 @@ def handle_retest(ctx: TaskContext, task: Retest) -> None:
     if created:
         ctx.enqueue_task(PollJobs())
         ctx.enqueue_task(Report.of(task.repo, [task.number]))
+
+
+def own_files_of_head(engine: Engine, repo: str, number: int) -> tuple[bool, list[str]]:
+    """Whether PR ``number``'s current head is integrated (its newest stack run merged that
+    head), and the paths of its own test files there (what ``own:N`` runs)."""
+    with session_scope(engine) as session:
+        repository = store.get_repository(session, full_name=repo)
+        if repository is None or repository.id is None:
+            return False, []
+        pr = store.get_pull(session, repo_id=repository.id, number=number)
+        run = integration_store.latest_stack_run(session, repo_id=repository.id, target_pr=number)
+        if pr is None or run is None or run.id is None or not run.final_tree:
+            return False, []
+        if run.heads.get(str(number)) != pr.head_sha:
+            return False, []
+        for step in integration_store.steps_of(session, run_id=run.id):
+            if step.pr_number == number:
+                return True, [OwnFile.from_json(f).path for f in step.own_test_files or ()]
+        return True, []
 
 
 def register_tasks(registry: TaskRegistry) -> None:

@@ -4,7 +4,10 @@
   ``settings.vetting.vetter_permissions``, or a member of a trusted org); the SHA must name the
   PR's current head (see :mod:`stackbot.domain.commands`). An accepted approval is stored for
   that commit only and the PR's series is queued for integration.
-- ``/stackbot retest [TEST_SET]`` (vetters): queues ``retest``.
+- ``/stackbot retest [TEST_SET | own:N]`` (vetters): queues ``retest`` and replies naming what
+  is retested (the test set; ``own:N`` and its files, N being this PR; or every default set and
+  the PR's own test files). ``own:M`` of another PR, and ``own:N`` where there is nothing to
+  run, are refused with a reply saying why.
 - ``/stackbot status``: replies with the PR's state as stored.
 - ``/stackbot restack [--push]`` and ``/stackbot port <branch>``: see
   :mod:`stackbot.services.stack_commands`.
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
+from gpu_jobs.testsets import OwnTests, load_own_tests, own_test_set_pr
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.db import github_store as store
@@ -45,11 +49,14 @@ from stackbot.domain.commands import (
     dependency_on_itself_reply,
     dependency_override_refusal,
     parse_command,
+    retest_own_refusal,
     retest_refusal,
+    retest_reply,
 )
 from stackbot.domain.report import render_status_reply
 from stackbot.domain.stack_lists import declares_dependency
 from stackbot.domain.tasks import Integrate, PrCommand, Report, SyncPull
+from stackbot.services import retest as retest_service
 from stackbot.services.report_views import build_report_view
 from stackbot.services.stack_commands import stack_command_request
 from stackbot.services.sync import sync_pull_request
@@ -88,7 +95,7 @@ def run_command(
     if request.edited:
         return CommandOutcome()  # only /ok to test counts in an edit
     if isinstance(command, Retest):
-        return retest(client, settings, request, command)
+        return retest(engine, client, settings, request, command)
     if isinstance(command, Status):
         return status(engine, client, settings, request)
     if isinstance(command, DependsOn | NoDependency):
@@ -165,17 +172,54 @@ def ok_to_test(
 
 
 def retest(
-    client: GitHubPort, settings: Settings, request: PrCommand, command: Retest
+    engine: Engine, client: GitHubPort, settings: Settings, request: PrCommand, command: Retest
 ) -> CommandOutcome:
     if not is_vetter(client, settings, request.repo, request.author):
         return CommandOutcome(reply=retest_refusal(request.author), vetter=False)
+    name, number = command.test_set, request.number
+    own = load_own_tests(settings.test_sets_file)
+    integrated, own_files = retest_service.own_files_of_head(engine, request.repo, number)
+    asked = own_test_set_pr(name) if name is not None else None
+    refusal = _retest_refused(settings, number, name, asked, own, own_files, integrated)
+    if refusal is not None:
+        return CommandOutcome(reply=refusal, vetter=True)
+    if asked is not None:
+        test_sets: list[str] = []
+    else:
+        test_sets = [name] if name is not None else list(settings.default_test_sets)
+    # Retesting every set runs the PR's own files too: named when it has some (or may have
+    # some: its head is not integrated yet).
+    every = name is None and (bool(own_files) or not integrated)
+    with_own = own is not None and (asked is not None or every)
+    reply = retest_reply(
+        number, test_sets=test_sets, own=with_own, own_files=own_files, integrated=integrated
+    )
+    task = tasks.Retest(request.repo, number, test_set=name)
+    return CommandOutcome(reply=reply, follow_ups=[task], vetter=True)
+
+
+def _retest_refused(
+    settings: Settings,
+    number: int,
+    name: str | None,
+    asked: int | None,
+    own: OwnTests | None,
+    own_files: list[str],
+    integrated: bool,
+) -> str | None:
+    """Why a vetter's retest runs nothing (None: it runs)."""
+    if asked is not None:  # own:N, the PR's own test files
+        if asked != number or own is None or (integrated and not own_files):
+            roots = own.roots if own is not None else None
+            return retest_own_refusal(number, asked=asked, roots=roots)
+        return None
     known = _test_set_names(settings)
-    if command.test_set is not None and known and command.test_set not in known:
+    if name is not None and known and name not in known:
         # Only configured names are shown, never the name as written.
-        names = ", ".join(f"`{name}`" for name in sorted(known))
-        return CommandOutcome(reply=f"There is no such test set; known: {names}.", vetter=True)
-    task = tasks.Retest(request.repo, request.number, test_set=command.test_set)
-    return CommandOutcome(follow_ups=[task], vetter=True)
+        names = ", ".join(f"`{n}`" for n in sorted(known))
+        mine = f", and `own:{number}` for this PR's own test files" if own is not None else ""
+        return f"There is no such test set; known: {names}{mine}."
+    return None
 
 
 def _test_set_names(settings: Settings) -> set[str]:

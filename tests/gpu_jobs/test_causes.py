@@ -132,3 +132,22 @@ def test_a_ranks_lines_come_from_the_console_log_else_its_own_files(tmp_path: Pa
     (files / "stderr.log").write_text("E   ModuleNotFoundError: No module named 'x'\n")
     console.write_text("no prefixed lines at all\n")
     assert rank_output(tmp_path, console, 1, 0) == ["E   ModuleNotFoundError: No module named 'x'"]
+
+
+def test_a_line_run_into_by_the_next_prefixed_one_is_split(tmp_path: Path) -> None:
+    # pytest's progress dot has no newline, so the rank's next line follows it on the same
+    # console line, torchrun's prefix repeated; another rank's may follow as well.
+    console = tmp_path / "torchrun-node0.log"
+    console.write_text(
+        "[default2]:.[default2]:Fatal Python error: Segmentation fault\n"
+        "[default0]:..[default2]:Current thread 0x1 (most recent call first):\n"
+    )
+    lines = rank_output(tmp_path, console, 0, 2)
+    assert lines == [
+        ".",
+        "Fatal Python error: Segmentation fault",
+        "Current thread 0x1 (most recent call first):",
+    ]
+    cause = find_cause(lines)
+    assert cause is not None and cause.summary == "Fatal Python error: Segmentation fault"
+    assert rank_output(tmp_path, console, 0, 0) == [".."]

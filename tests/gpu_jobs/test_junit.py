@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpu_jobs.junit import RankReport, describe_ranks, merge_ranks, read_rank_report
-from gpu_jobs.launch import rank_failures
+from gpu_jobs.launch import rank_failures, root_cause_rank
 
 
 def junit(*cases: str) -> str:
@@ -123,3 +123,9 @@ def test_torchrun_failure_summaries_give_exit_codes_per_rank() -> None:
         5: -15,
         6: 3,
     }
+
+
+def test_the_root_cause_is_the_first_observed_failure_not_the_ranks_stopped_after_it() -> None:
+    # Rank 5 is listed first, with SIGTERM: torchrun stopped it after rank 6 failed.
+    assert root_cause_rank("noise rank : 1 (local_rank: 1)\n exitcode : 9" + TORCHRUN_SUMMARY) == 6
+    assert root_cause_rank("torchrun ended without a summary\n") is None

@@ -115,6 +115,51 @@ def test_a_crashed_rank_makes_the_job_an_error_naming_it(tmp_path: Path) -> None
 
 
 @pytest.mark.torchrun
+def test_a_rank_lost_mid_test_makes_the_job_infra_and_counts_nothing(tmp_path: Path) -> None:
+    """Issue 13: a rank killed from outside (SIGKILL, as the OOM killer or a failing node does)
+    after tests already ran is infra; what the other ranks reported is not a test result."""
+    suites = write_suites(tmp_path / "tree")
+    spec = spec_file(
+        tmp_path / "spec.json",
+        job_id="lost",
+        targets=["test_lost.py"],
+        checkout=str(suites),
+        node_check=False,
+        launcher=CPU,
+    )
+    done = run_cli("run", str(spec), "--out", str(tmp_path / "out"))
+    result = result_of(tmp_path / "out")
+    assert done.returncode == 1
+    assert (result.status, result.error_of) == ("infra", "node"), result.message
+    assert "rank 2 was lost (killed by SIGKILL) after 1 test result" in result.message
+    assert "ranks 0-1, 3 were stopped by torchrun after that" in result.message
+    assert "are counted" in result.message and "none of the" in result.message
+    # Tests had run on every rank (test_before), yet none of them counts.
+    progress = (tmp_path / "out" / "tests" / "progress" / "rank-0.jsonl").read_text()
+    assert "test_lost.py::test_before" in progress
+    assert result.tests == () and result.counts.total == 0 and result.failed_ranks == ()
+
+
+@pytest.mark.torchrun
+def test_a_rank_crashing_on_its_own_signal_is_the_trees_error_not_infra(tmp_path: Path) -> None:
+    """SIGSEGV is what a crashing interpreter raises on itself: the tree's code, not the node."""
+    suites = write_suites(tmp_path / "tree")
+    spec = spec_file(
+        tmp_path / "spec.json",
+        job_id="segfault",
+        targets=["test_segfault.py"],
+        checkout=str(suites),
+        node_check=False,
+        launcher=CPU,
+    )
+    run_cli("run", str(spec), "--out", str(tmp_path / "out"))
+    result = result_of(tmp_path / "out")
+    assert (result.status, result.error_of) == ("error", "tree"), result.message
+    assert result.crashed_ranks == (2,)
+    assert "Segmentation fault" in result.message and "exit code -11" in result.message
+
+
+@pytest.mark.torchrun
 def test_a_hang_times_out_and_leaves_no_process_behind(tmp_path: Path) -> None:
     suites = write_suites(tmp_path / "tree")
     env = marked_env()
@@ -223,7 +268,9 @@ def test_merge_collects_a_job_whose_runners_died_before_reporting(tmp_path: Path
     done = run_cli("merge", "--out", str(out))
     assert done.returncode == 1
     result = result_of(out)
-    assert result.status == "error" and "node(s) 0-1 wrote no report" in result.message
+    # Its nodes were lost: infra (issue 13), retried on another node, never a test result.
+    assert (result.status, result.error_of) == ("infra", "node"), result.message
+    assert "node(s) 0-1 wrote no report" in result.message
     assert run_cli("merge", "--out", str(tmp_path / "nothing")).returncode == 2
 
 

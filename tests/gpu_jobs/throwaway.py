@@ -22,6 +22,29 @@ SUITES = {
     "crash": (
         "import os\n\n\ndef test_crash():\n    if os.environ['RANK'] == '2':\n        os._exit(3)\n"
     ),
+    # Rank 2 is killed from outside (as the OOM killer would) once every rank reported a passed
+    # test; the others are still in their next test then (torchrun stops them).
+    "lost": (
+        "import os, signal, time\nfrom pathlib import Path\n\n\n"
+        "def test_before():\n    pass\n\n\n"
+        "def test_rank_two_is_killed():\n"
+        "    if os.environ['RANK'] == '2':\n"
+        "        progress = Path(os.environ['GPU_JOBS_PHASE_DIR']) / 'progress'\n"
+        "        world = int(os.environ['WORLD_SIZE'])\n"
+        "        deadline = time.time() + 120\n"
+        "        while len(list(progress.glob('rank-*.jsonl'))) < world:\n"
+        "            assert time.time() < deadline\n"
+        "            time.sleep(0.1)\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    time.sleep(60)\n\n\n"
+        "def test_after():\n    pass\n"
+    ),
+    # Rank 2's interpreter crashes in the tree's code (faulthandler reports it).
+    "segfault": (
+        "import os, signal\n\n\ndef test_before():\n    pass\n\n\n"
+        "def test_rank_two_crashes():\n    if os.environ['RANK'] == '2':\n"
+        "        os.kill(os.getpid(), signal.SIGSEGV)\n"
+    ),
     "hang_all": "import time\n\n\ndef test_hang():\n    time.sleep(900)\n",
     "hang_one": (
         "import os, time\n\n\ndef test_hang_on_rank_one():\n"

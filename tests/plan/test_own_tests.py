@@ -569,6 +569,11 @@ def test_a_retest_of_all_sets_reruns_the_prs_own_files_too(
     made = [j.test_set for j in _jobs(engine)]
     assert made.count("own:8035") == 2 and "own:8034" not in made
     assert made.count("blockwise-recipe") == 1
+    # `/stackbot retest own:8035`: the PR's own test files only, on every shape they run on.
+    handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="own:8035"))  # type: ignore[arg-type]
+    added = _jobs(engine)[len(made) :]
+    assert [j.test_set for j in added] == ["own:8035"]
+    assert added[0].targets == ["tests/unit_tests/test_ctx.py", "tests/unit_tests/test_new.py"]
 
 
 def test_each_file_is_shown_on_the_shapes_it_runs_on(engine: Engine, settings: Settings) -> None:

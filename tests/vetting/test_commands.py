@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpu_jobs.testsets import own_test_set_pr
 from stackbot.domain.commands import (
     OkToTest,
     Reason,
@@ -15,6 +16,7 @@ from stackbot.domain.commands import (
     decide_ok_to_test,
     is_trusted_author,
     parse_command,
+    retest_reply,
 )
 
 HEAD = "be10fd5c0ffee0000000000000000000000000aa"
@@ -37,6 +39,7 @@ UNDER_HEAD = "77aa00bb22222222222222222222222222222222"  # an older commit still
         ("/ok to test be10fd5 please", OkToTest("be10fd5")),
         ("/stackbot retest", Retest(None)),
         ("/stackbot retest amax-group", Retest("amax-group")),
+        ("/stackbot retest own:8035", Retest("own:8035")),
         ("/stackbot status", Status()),
         ("/Stackbot STATUS", Status()),
         ("/stackbot frobnicate", Unknown("/stackbot frobnicate")),
@@ -263,3 +266,25 @@ def test_restack_and_port_commands_parse_strictly() -> None:
     for bad in ("/stackbot port", "/stackbot port ../x", "/stackbot port -x", "/stackbot port a b",
                 "/stackbot restack now"):  # fmt: skip
         assert isinstance(parse_command(bad), Unknown), bad
+
+
+def test_a_retest_reply_names_the_sets_and_the_prs_own_files() -> None:
+    files = [f"tests/unit_tests/test_{n}.py" for n in range(12)] + ["tests/`x`.py"]
+    reply = retest_reply(8035, test_sets=["amax-group"], own=True, own_files=files)
+    assert reply.startswith(
+        "Retesting `amax-group` and `own:8035` (#8035's own test files: "
+        "`tests/unit_tests/test_0.py`, "
+    )
+    # at most ten paths, the rest (and any path a code span could not hold) counted
+    assert "`tests/unit_tests/test_9.py`, 3 more files) on #8035's current tree" in reply
+    assert "test_10" not in reply and "`x`" not in reply
+    assert retest_reply(8035, test_sets=[], own=True, integrated=False) == (
+        "#8035's current head is not integrated yet: `own:8035` (#8035's own test files) "
+        "will be tested on its tree once it is."
+    )
+
+
+def test_own_test_set_names_take_ascii_digits_only() -> None:
+    assert own_test_set_pr("own:8035") == 8035
+    for name in ("own:²", "own:٣", "own:", "own:-1", "amax-group", "OWN:1"):
+        assert own_test_set_pr(name) is None, name

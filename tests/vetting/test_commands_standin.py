@@ -1,7 +1,10 @@
-"""`/stackbot status`, `/stackbot retest [TEST_SET]` and unknown commands, end to end."""
+"""`/stackbot status`, `/stackbot retest [TEST_SET | own:N]` and unknown commands, end to end."""
 
 from __future__ import annotations
 
+from stackbot.db import github_store as store
+from stackbot.db.engine import session_scope
+from stackbot.db.models import IntegrationRun, IntegrationStep
 from stackbot.domain.report import MARKER
 from tests.sync.pipeline import Pipeline, open_pr
 
@@ -32,7 +35,106 @@ def test_a_vetter_asks_for_a_retest(pipeline: Pipeline) -> None:
     payloads = [task.payload for task in pipeline.tasks("retest")]
     assert {"repo": pipeline.repo, "number": number, "test_set": "amax-group"} in payloads
     assert {"repo": pipeline.repo, "number": number, "test_set": None} in payloads
-    assert pipeline.replies(number) == []
+    # Each is answered, naming what is retested (not integrated yet: once it is).
+    replies = sorted(c.body for c in pipeline.replies(number))
+    assert replies == [
+        f"#{number}'s current head is not integrated yet: `amax-group` will be tested on its "
+        "tree once it is.",
+        f"#{number}'s current head is not integrated yet: `amax-group`, `blockwise-recipe` and "
+        f"`own:{number}` (#{number}'s own test files) will be tested on its tree once it is.",
+    ]
+
+
+def _integrated(pipeline: Pipeline, number: int, own_files: list[str]) -> None:
+    """A stack run of the PR's current head as integrate stores it, with its own test files."""
+    head = pipeline.head(number)
+    with session_scope(pipeline.engine) as session:
+        repository = store.get_repository(session, full_name=pipeline.repo)
+        assert repository is not None and repository.id is not None
+        run = IntegrationRun(
+            repo_id=repository.id,
+            kind="stack",
+            name=f"pr-{number}",
+            target_pr=number,
+            base_ref="main",
+            base_sha="b" * 40,
+            status="clean",
+            heads={str(number): head},
+            final_tree="t" * 40,
+            final_commit="c" * 40,
+        )
+        session.add(run)
+        session.flush()
+        assert run.id is not None
+        files = [{"path": path, "status": "added", "on_main": False} for path in own_files]
+        step = IntegrationStep(
+            run_id=run.id,
+            position=1,
+            pr_number=number,
+            head_sha=head,
+            outcome="clean",
+            tree="t" * 40,
+            commit="c" * 40,
+            own_test_files=files,
+        )
+        session.add(step)
+
+
+def test_a_vetter_retests_the_prs_own_test_files_as_own_n(pipeline: Pipeline) -> None:
+    """Issue 13: ``own:N`` (the PR's own test files) is a set a retest can name, and the reply
+    says what runs: the set and its files (a hostile file name is counted, never shown)."""
+    number = open_pr(pipeline, author="carol", branch="carol/fix", title="Fix")
+    pipeline.deliver()
+    hostile = "tests/unit_tests/test_`@NVIDIA/everyone`.py"
+    _integrated(pipeline, number, ["tests/unit_tests/test_ctx.py", hostile])
+    pipeline.control.comment(pipeline.repo, number, "bob", f"/stackbot retest own:{number}")
+    pipeline.deliver()
+    [task] = pipeline.tasks("retest")
+    assert task.payload == {"repo": pipeline.repo, "number": number, "test_set": f"own:{number}"}
+    [reply] = pipeline.replies(number)
+    assert reply.body == (
+        f"Retesting `own:{number}` (#{number}'s own test files: "
+        "`tests/unit_tests/test_ctx.py`, 1 more file) "
+        f"on #{number}'s current tree: new jobs, no earlier result reused."
+    )
+    # Every set: the configured defaults and the PR's own files, all named.
+    pipeline.control.comment(pipeline.repo, number, "dave", "/stackbot retest")
+    pipeline.deliver()
+    assert len(pipeline.tasks("retest")) == 2
+    every = [c.body for c in pipeline.replies(number)][-1]
+    assert every.startswith(
+        f"Retesting `amax-group`, `blockwise-recipe` and `own:{number}` (#{number}'s own test "
+        "files: `tests/unit_tests/test_ctx.py`, 1 more file) on"
+    ), every
+    assert "NVIDIA/everyone" not in every
+
+
+def test_own_n_is_refused_for_another_pr_and_where_there_is_nothing_to_run(
+    pipeline: Pipeline,
+) -> None:
+    number = open_pr(pipeline, author="carol", branch="carol/fix", title="Fix")
+    other = open_pr(pipeline, author="carol", branch="carol/more", title="More")
+    pipeline.deliver()
+    _integrated(pipeline, number, [])  # adds or modifies no test file
+    pipeline.control.comment(pipeline.repo, number, "bob", f"/stackbot retest own:{other}")
+    pipeline.deliver()
+    pipeline.control.comment(pipeline.repo, number, "bob", f"/stackbot retest own:{number}")
+    pipeline.deliver()
+    pipeline.control.comment(pipeline.repo, number, "bob", "/stackbot retest own:²")
+    pipeline.deliver()
+    assert pipeline.tasks("retest") == []
+    foreign, empty, odd = (c.body for c in pipeline.replies(number))
+    assert foreign == (
+        f"`own:{other}` is #{other}'s own test files; on #{number}, "
+        f"`/stackbot retest own:{number}` retests this PR's own test files."
+    )
+    assert empty == (
+        f"#{number} adds or modifies no test file under `tests/unit_tests` on its current "
+        f"head: `own:{number}` has nothing to retest."
+    )
+    # Not an own:N name (ASCII digits only), so an unknown test set; never echoed.
+    assert odd.startswith("There is no such test set; known: ") and "²" not in odd
+    assert odd.endswith(f", and `own:{number}` for this PR's own test files.")
 
 
 def test_a_retest_is_refused_to_non_vetters_and_for_unknown_test_sets(pipeline: Pipeline) -> None:
