@@ -6,11 +6,14 @@ from __future__ import annotations
 import threading
 import time
 
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlmodel import Session, select
 
 from stackbot.db.models import PullRequest, TestResult
+from stackbot.web import readmodel
 from stackbot.web.page_cache import PageCache
 from tests.support.dashboard_data import seed_series
 
@@ -113,3 +116,20 @@ def test_the_kept_bodies_stay_within_their_byte_budget(engine: Engine) -> None:
     assert cache.body(0, lambda: b"rebuilt") == b"rebuilt"  # the oldest was let go
     assert cache.body(9, lambda: b"y" * 500) == b"y" * 500  # too big to keep, still sent
     assert cache.body(9, lambda: b"again") == b"again"
+
+
+def test_the_sent_json_is_what_fastapi_would_have_encoded(
+    engine: Engine, client: TestClient
+) -> None:
+    seed_series(engine, prs=5)
+    with Session(engine) as session:
+        page = readmodel.series_page(session, "#6307")
+        detail = readmodel.pull_detail(session, 8035)
+    assert page is not None and detail is not None
+    assert (
+        client.get("/api/series/6307").content
+        == JSONResponse(jsonable_encoder(page.to_json())).body
+    )
+    assert client.get("/api/pulls/8035").json()["pull"] == jsonable_encoder(
+        detail["pull"].to_json()
+    )
