@@ -24,7 +24,11 @@ With ``--megatron PATH`` (a Megatron-LM clone: a bare git directory with ``refs/
 it measures issue 16's goals on real material instead: the ``--prs`` highest-numbered pull refs
 (default 50) integrated as one series onto ``main``, in a scratch repository that borrows the
 clone's objects (the clone is only read). Against the bare chain of the same merges, timed in
-the same run: warm (the scan cache holds the base, a new step memo) <= 1.1x; cold (new
+the same run and interleaved with stackbot's runs: warm (the scan cache holds the base, a new
+step memo) <= 1.1x, against two bare chains: the one that attempts every PR's merge in order
+and leaves the conflicting ones out (what stackbot does; a conflicting merge can cost git ten
+times a clean one), and the clean merges alone (a floor that knows the outcome in advance);
+cold (new
 scratch repository, empty caches) <= 2x the bare chain plus one scan of the base by the
 checker's own method (a plain ``ast`` walk of every scanned file); and a push to the PR at
 position k (``--push``, default 25) with the step memo of the earlier run: only steps k.. are

@@ -50,6 +50,23 @@ def integrate(
     return seconds, result
 
 
+def run_bare_attempts(git_dir: Path, base: str, heads: list[str]) -> float:
+    """The bare chain that does not know the outcome in advance: ``git merge-tree --write-tree``
+    for every PR in order, ``git commit-tree`` for those that merge (a conflicting PR is left
+    out, as stackbot leaves it out)."""
+    start = time.perf_counter()
+    current = base
+    for head in heads:
+        done = git(git_dir, "merge-tree", "--write-tree", current, head, ok=(0, 1))
+        if done.returncode == 1:
+            continue
+        tree = done.stdout.split("\n", 1)[0]
+        current = git(
+            git_dir, "commit-tree", tree, "-p", current, "-p", head, "-m", f"merge {head}"
+        ).stdout.strip()
+    return time.perf_counter() - start
+
+
 def checker_scan(repo_dir: Path, commit: str) -> tuple[float, int]:
     """The checker's own method over the base: parse every scanned file and walk its tree."""
     repo = GitRepository(repo_dir)
@@ -93,9 +110,14 @@ def measure_megatron(clone: Path, count: int, push: int, repeat: int) -> int:
         repo = GitRepository(work)
         TreeAllowlist(repo, cache=base_cache).scan(repo.tree_of(base), Generation.SCOPE)
         repo.close()
-        warm = statistics.median(
-            integrate(work, numbers, base_cache, None)[0] for _ in range(repeat)
-        )
+        # Interleaved, so drift in the machine's load touches all three alike.
+        warms, bares, attempts = [], [], []
+        for _ in range(repeat):
+            warms.append(integrate(work, numbers, base_cache, None)[0])
+            bares.append(run_bare_chain(work, base, merged))
+            attempts.append(run_bare_attempts(work, base, [sha for _, sha in heads]))
+        warm, bare_all = statistics.median(warms), statistics.median(attempts)
+        bare = min(bare, statistics.median(bares))
         # A push to the PR at position ``push``: its head gets one more commit.
         memo = StepMemo()
         integrate(work, numbers, base_cache, memo)
@@ -115,9 +137,12 @@ def measure_megatron(clone: Path, count: int, push: int, repeat: int) -> int:
     print(f"Megatron-LM clone {clone}: {len(numbers)} PRs #{numbers[0]}..#{numbers[-1]} onto "
           f"main {base[:7]}; steps {counts}")  # fmt: skip
     print(f"bare merge-tree + commit-tree chain ({len(merged)} merges): {bare:8.3f}s")
+    print(f"bare chain attempting all {len(numbers)} merges (conflicts left out): "
+          f"{bare_all:8.3f}s")  # fmt: skip
     print(f"checker's scan of the base ({scanned} files, ast.parse + walk): {scan_s:8.3f}s")
     print(f"stackbot warm (base scanned, no step memo):  {warm:8.3f}s  "
-          f"{warm / bare:5.2f}x the bare chain (goal <= 1.1x)")  # fmt: skip
+          f"{warm / bare:5.2f}x the bare chain of the clean merges (goal <= 1.1x); "
+          f"{warm / bare_all:5.2f}x the bare chain attempting every merge")  # fmt: skip
     cold_goal = 2 * bare + scan_s
     print(f"stackbot cold (new repository and caches):   {cold_s:8.3f}s  "
           f"{cold_s / bare:5.2f}x the bare chain; {cold_s / cold_goal:5.2f}x the goal's "
@@ -127,7 +152,8 @@ def measure_megatron(clone: Path, count: int, push: int, repeat: int) -> int:
           f"{push_s / warm:5.2f}x a warm full run; steps redone / all: "
           f"{redone / max(1, len(merging)):.2f}")  # fmt: skip
     goals = {
-        "warm <= 1.1x the bare chain": warm / bare <= 1.1,
+        "warm <= 1.1x the bare chain of the clean merges": warm / bare <= 1.1,
+        "warm <= 1.1x the bare chain attempting every merge": warm / bare_all <= 1.1,
         "cold <= 2x the bare chain + one checker scan": cold_s <= cold_goal,
         # At most the steps from k on: fewer when step k conflicts before and after (the
         # commit chain after it is then unchanged and every later step is reused).
