@@ -462,11 +462,14 @@ class _RetryLinks:
 def _newest_jobs(
     jobs: Sequence[Job],
 ) -> tuple[dict[tuple[str, str], Job], dict[int, dict[tuple[str, str], Job]]]:
-    """A run's newest job per (test set, shape): the configured sets', and each PR's own test
-    files' (``own:N``) by PR."""
+    """A run's newest job per (test set, shape) on the run's own tree: the configured sets',
+    and each PR's own test files' (``own:N``) by PR. A bisection probe tests a prefix of the
+    series, another tree: it is never the row (its result is the findings' evidence)."""
     common: dict[tuple[str, str], Job] = {}
     own_by_pr: dict[int, dict[tuple[str, str], Job]] = {}
     for job in jobs:
+        if job.step_position is not None:
+            continue
         own = own_test_set_pr(job.test_set)
         target = common if own is None else own_by_pr.setdefault(own, {})
         target[(job.test_set, job.shape)] = job

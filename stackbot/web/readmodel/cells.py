@@ -30,6 +30,8 @@ def cells_of_runs(
             baselines[(job.commit_sha, job.test_set, job.shape)] = job  # newest wins
     by_run: dict[int, dict[str, Any]] = defaultdict(dict)
     for job in jobs:
+        if job.step_position is not None:
+            continue  # a bisection probe: a prefix of the series, not the run's tree
         by_run[job.integration_run_id or -1][f"{job.test_set} {job.shape}"] = job  # newest wins
     base_of = {run.id: run.base_sha for run in runs}
     notes = _RetryNotes(jobs)
