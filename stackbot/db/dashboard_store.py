@@ -236,6 +236,8 @@ _JOB_COLUMNS: tuple[Any, ...] = (
     Job.out_dir,
     Job.error,
     Job.step_position,
+    Job.purpose,
+    Job.retry_of_job_id,
 )
 
 

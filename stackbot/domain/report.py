@@ -26,6 +26,7 @@ from stackbot.domain.report_view import (
     StepView,
     TestRow,
 )
+from stackbot.domain.retries import note_markdown
 from stackbot.domain.verdict import ROW_ICON, Verdict, decide, in_tree, row_state, step_of
 
 MARKER = "<!-- stackbot:report v1 -->"
@@ -299,7 +300,11 @@ def _test_block(
         heading += f" on {where} `{short(commit)}`"
     if view.main_sha:
         heading += f", compared with main `{short(view.main_sha)}`"
-    lines = [heading, *(f"- {test_line(row)}" for row in rows)]
+    lines = [heading]
+    for row in rows:
+        lines.append(f"- {test_line(row)}")
+        if row.retry_note:
+            lines.append(f"  - {retry_line(row)}")
     details = [block for row in rows if (block := _test_details(row))]
     return "\n".join(lines + details)
 
@@ -331,12 +336,19 @@ def test_line(row: TestRow) -> str:
     return text
 
 
+def retry_line(row: TestRow) -> str:
+    """``🔁 passed on a retry on gpu-02 after an infra failure on gpu-01 (rank 1 lost, killed by
+    SIGKILL)``, each machine linking its job; empty when the row's job is a first attempt."""
+    note = row.retry_note
+    return f"🔁 {note_markdown(note)}" if note else ""
+
+
 def test_summary(row: TestRow) -> str:
     if row.status in _RUNNING:
         return _RUNNING[row.status]
     comparison = row.comparison
     if comparison is None:
-        return f"{row.status}" + (f": {row.error}" if row.error else "")
+        return row.status + _trouble(row, ": ")
     text = comparison.counts.describe()
     if comparison.main_counts is None:
         text += " · main: not run yet"
@@ -346,10 +358,18 @@ def test_summary(row: TestRow) -> str:
     if changes:
         text += f" ({changes})"
     if row.status in ("error", "timeout", "infra", "cancelled"):
-        text += f"; job {row.status}" + (f": {row.error}" if row.error else "")
+        text += f"; job {row.status}" + _trouble(row, ": ")
     if row.reused_from is not None:
         text += f"; reused from {_reused(row.reused_from)}"
     return text
+
+
+def _trouble(row: TestRow, sep: str) -> str:
+    """The job's error after ``sep``; nothing for infra attempts that the row's retry line
+    names one by one."""
+    if not row.error or (row.status == "infra" and row.retry_note):
+        return ""
+    return sep + row.error
 
 
 def _changes(comparison: Comparison) -> str:
@@ -665,6 +685,8 @@ def _check_summary(view: PrReportView, row: TestRow) -> str:
     if view.main_sha:
         lines.append(f"- main: `{short(view.main_sha)}`")
     lines.append(f"- result: {test_summary(row)}")
+    if row.retry_note:
+        lines.append(f"- attempts: {retry_line(row)}")
     if row.url:
         lines.append(f"- job and its log: {row.url}#log")
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from typing import Literal
 
 from stackbot.domain.comparison import Comparison
 from stackbot.domain.own_tests import OwnTestsView
+from stackbot.domain.retries import Attempt, NotePart, retry_note
 
 ApprovalKind = Literal["approved", "trusted", "waiting"]
 CheckStatus = Literal["queued", "in_progress", "completed"]
@@ -102,10 +103,17 @@ class TestRow:
     reused_from: ReusedFrom | None = None
     url: str | None = None
     error: str | None = None
+    # When the row's job retries infra failures: every attempt, oldest first, the row's job last.
+    attempts: tuple[Attempt, ...] = ()
 
     @property
     def label(self) -> str:
         return f"{self.test_set} {self.shape}"
+
+    @property
+    def retry_note(self) -> tuple[NotePart, ...]:
+        """What the attempts before this row's job were (empty: it is the first attempt)."""
+        return retry_note(self.attempts)
 
 
 @dataclass(frozen=True)

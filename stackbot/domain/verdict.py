@@ -30,6 +30,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from stackbot.domain.report_view import IntegrationView, PrReportView, StepView, TestRow
+from stackbot.domain.retries import note_text
 
 __all__ = [
     "ICON",
@@ -372,10 +373,14 @@ def _from_tests(view: PrReportView) -> Verdict:
     trouble = [row for row, state in states if state == "job-trouble"]
     if trouble:
         row = trouble[0]
+        summary = f"{row.label} ended {row.status} without a usable result" + (
+            f" ({row.error})" if row.error else ""
+        )
+        if row.status == "infra" and row.retry_note:
+            summary = f"{row.label} has {note_text(row.retry_note)}"  # each attempt's machine
         return Verdict(
             VerdictKind.ERROR,
-            f"{row.label} ended {row.status} without a usable result"
-            + (f" ({row.error})" if row.error else ""),
+            summary,
             f"a vetter comments `/stackbot retest {row.test_set}`",
             url=row.url,
         )

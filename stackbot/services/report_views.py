@@ -12,7 +12,7 @@ each test job the newest baseline job on the run's base commit with the same tes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -45,6 +45,7 @@ from stackbot.domain.report import (
     StepView,
     TestRow,
 )
+from stackbot.domain.retries import Attempt, retry_chain
 from stackbot.errors import BadInput
 from stackbot.services import read_batch
 from stackbot.services.own_tests import own_tests_views
@@ -423,21 +424,52 @@ def _test_rows(
         session, ("baselines", run.repo_id, run.base_sha), lambda: _baselines(session, run)
     )
     _prefetch_results(session, [*newest.values(), *baselines.values()])
+    links = memo(session, ("retry links", run_id), lambda: _RetryLinks.of(jobs))
     rows = tuple(
-        _row(session, job, baselines.get(label), base_url, _none_on_main(session, run, job))
+        replace(
+            _row(session, job, baselines.get(label), base_url, _none_on_main(session, run, job)),
+            attempts=links.attempts(job, base_url),
+        )
         for label, job in sorted(newest.items())
     )
     return rows, (run.base_sha or None) if rows else None
 
 
+@dataclass(frozen=True)
+class _RetryLinks:
+    """A run's jobs by id and which job each retry retries: every attempt of a run's tree is a
+    job of the run, so a row's retry chain is read without a query."""
+
+    jobs: dict[int, Job]
+    retry_of: dict[int, int | None]
+
+    @classmethod
+    def of(cls, jobs: Sequence[Job]) -> _RetryLinks:
+        by_id = {job.id: job for job in jobs if job.id is not None}
+        return cls(by_id, {i: j.retry_of_job_id for i, j in by_id.items() if j.purpose == "retry"})
+
+    def attempts(self, job: Job, base_url: str) -> tuple[Attempt, ...]:
+        """A retry's attempts, oldest first, ending with it; empty for a job that retries
+        nothing."""
+        if job.purpose != "retry" or job.id is None:
+            return ()
+        chain = [self.jobs[i] for i in retry_chain(job.id, self.retry_of) if i in self.jobs]
+        return tuple(
+            Attempt(j.id or 0, j.status, j.node, j.error, f"{base_url}/jobs/{j.id}") for j in chain
+        )
+
+
 def _newest_jobs(
     jobs: Sequence[Job],
 ) -> tuple[dict[tuple[str, str], Job], dict[int, dict[tuple[str, str], Job]]]:
-    """A run's newest job per (test set, shape): the configured sets', and each PR's own test
-    files' (``own:N``) by PR."""
+    """A run's newest job per (test set, shape) on the run's own tree: the configured sets',
+    and each PR's own test files' (``own:N``) by PR. A bisection probe tests a prefix of the
+    series, another tree: it is never the row (its result is the findings' evidence)."""
     common: dict[tuple[str, str], Job] = {}
     own_by_pr: dict[int, dict[tuple[str, str], Job]] = {}
     for job in jobs:
+        if job.step_position is not None:
+            continue
         own = own_test_set_pr(job.test_set)
         target = common if own is None else own_by_pr.setdefault(own, {})
         target[(job.test_set, job.shape)] = job

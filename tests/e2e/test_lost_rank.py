@@ -123,12 +123,22 @@ def test_a_rank_lost_once_is_retried_and_the_retry_passing_is_a_pass(world: Worl
     assert retry.counts["passed"] == 5 and retry.counts["failed"] == 0  # 2 + 3 per rank merged
     assert _findings(world, attempts) == []  # infra is never a failing test
     _, body = world.sticky(31)
-    row = next(line for line in body.splitlines() if "**quick 1x2**" in line)
+    row, note = _row_and_note(body)
     assert "✅ **quick 1x2**: 5 passed · main: 2 passed (3 not on main)" in row, row
     assert "infra" not in row and "failed" not in row, row
+    # The reviewer learns that it passed only on a retry, and why the first attempt failed.
+    assert note == (
+        f"  - 🔁 passed on a retry on {_linked(world, retry)} after an infra failure on "
+        f"{_linked(world, lost)} (rank 1 lost, killed by SIGKILL)"
+    ), note
     head = world.control.pull(REPO, 31).head_sha
     [check] = [r for r in world.control.check_runs(REPO, head) if "quick 1x2" in r.name]
     assert check.conclusion == "success"
+    assert f"- attempts: {note.removeprefix('  - ')}" in check.summary, check.summary
+    assert _dashboard_note(world, 31, lost) == (
+        f"passed on a retry on {retry.node} after an infra failure on {lost.node} "
+        "(rank 1 lost, killed by SIGKILL)"
+    )
 
 
 def test_a_rank_lost_on_every_attempt_stops_after_the_retries_with_no_result(
@@ -147,9 +157,49 @@ def test_a_rank_lost_on_every_attempt_stops_after_the_retries_with_no_result(
         _assert_lost_and_uncounted(world, job)
     assert _findings(world, attempts) == []
     _, body = world.sticky(32)
-    row = next(line for line in body.splitlines() if "**quick 1x2**" in line)
-    assert "no tests · main: 2 passed" in row and "job infra: rank 1 was lost" in row, row
+    row, note = _row_and_note(body)
+    assert row.endswith("**quick 1x2**: no tests · main: 2 passed; job infra"), row
     assert "newly fail" not in row, row
+    # How many attempts were made, on which machines, and what each machine did.
+    causes = "; ".join(f"{_linked(world, job)}: rank 1 lost, killed by SIGKILL" for job in attempts)
+    assert note == (
+        f"  - 🔁 no result after {len(attempts)} attempts, both infra failures ({causes})"
+    ), note
+    first_line = body.splitlines()[1]
+    assert first_line.startswith(
+        "⚠️ **error**: quick 1x2 has no result after 2 attempts, both infra failures ("
+    ), first_line
     head = world.control.pull(REPO, 32).head_sha
     [check] = [r for r in world.control.check_runs(REPO, head) if "quick 1x2" in r.name]
     assert check.conclusion == "neutral"  # the machine failed, not the code
+    assert f"- attempts: {note.removeprefix('  - ')}" in check.summary, check.summary
+    shown = _dashboard_note(world, 32, attempts[0])
+    assert shown.startswith("no result after 2 attempts, both infra failures ("), shown
+    assert shown.count("rank 1 lost, killed by SIGKILL") == 2, shown
+
+
+def _row_and_note(body: str) -> tuple[str, str]:
+    """The comment's line of the ``quick 1x2`` row and the line under it."""
+    lines = body.splitlines()
+    index = next(i for i, line in enumerate(lines) if "**quick 1x2**" in line)
+    return lines[index], lines[index + 1]
+
+
+def _linked(world: World, job: Job) -> str:
+    """The machine a job ran on, linked to its dashboard page, as the comment writes it."""
+    return f"[{job.node}]({world.settings.public_url.rstrip('/')}/jobs/{job.id})"
+
+
+def _dashboard_note(world: World, number: int, first: Job) -> str:
+    """The retry note of the PR's ``quick 1x2`` cell, from the dashboard's JSON; its page
+    shows the note linking the ``first`` attempt."""
+    answer = httpx.get(f"{world.stack.url}/api/pulls/{number}", timeout=30)
+    assert answer.status_code == 200, answer.text
+    [cell] = [c for c in answer.json()["pull"]["tests"] if c["label"] == "quick 1x2"]
+    note = cell["retry_note"]
+    assert isinstance(note, str)
+    page = httpx.get(f"{world.stack.url}/pulls/{number}", timeout=30)
+    assert page.status_code == 200
+    note_html = page.text.split('class="retry-note', 1)[-1].split("</div>", 1)[0]
+    assert f'<a href="/jobs/{first.id}">{first.node}</a>' in note_html, note_html
+    return note

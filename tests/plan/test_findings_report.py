@@ -13,6 +13,7 @@ from sqlmodel import Session
 
 from benchmarks.plan_sim import Injected, Simulation
 from stackbot.config import Settings
+from stackbot.db import jobs_store
 from stackbot.db.models import IntegrationRun
 from stackbot.domain.report import (
     ApprovalView,
@@ -24,7 +25,8 @@ from stackbot.domain.report import (
     render_series_tests_check,
     render_sticky_comment,
 )
-from stackbot.services.report_views import series_findings
+from stackbot.services.report_views import _test_rows, series_findings
+from stackbot.web.readmodel.cells import cells_of_runs
 
 PRS = 8
 
@@ -163,3 +165,26 @@ def test_the_run_page_lists_each_failing_test_with_its_class_and_pr(
     assert "<td>flaky (passed on a rerun)</td>" in page
     failed, passed = flaky.evidence["failed_in"][0], flaky.evidence["passed_in"][0]
     assert f"failed in job {failed}, passed in job {passed}" in page
+
+
+def test_the_series_rows_show_the_series_tree_not_the_last_bisection_probe(
+    engine: Engine, settings: Settings
+) -> None:
+    """Bisection probes are jobs of the series run on prefixes of it (other trees): the run's
+    row of that configuration is still its own tree's result (the failing rerun), never the
+    last probe (which passed: it did not hold the culprit)."""
+    sim, run_id = _sim(engine, settings, Injected(fail_at=[4]))
+    with Session(sim.engine) as session:
+        run = session.get(IntegrationRun, run_id)
+        assert run is not None
+        jobs = jobs_store.jobs_of_run(session, run_id=run_id)
+        probes = [j for j in jobs if j.step_position is not None]
+        assert probes and probes[-1].id == max(j.id or 0 for j in jobs)
+        assert probes[-1].status == "passed"
+        rows, _ = _test_rows(session, run, "", None)
+        cells = cells_of_runs(session, [run])[run_id]
+    [row] = [r for r in rows if r.label == "amax-group 1x4"]
+    assert row.status == "failed" and row.comparison is not None
+    assert row.comparison.counts.failed == 1, row.comparison
+    [cell] = [c for c in cells if c.label == "amax-group 1x4"]
+    assert cell.job is not None and cell.job.status == "failed" and cell.job.step_position is None

@@ -14,6 +14,7 @@ from stackbot.domain.report import (
     StepView,
     TestRow,
 )
+from stackbot.domain.retries import Attempt
 
 ALLOWLIST = "tools/process_group_usage_allowlist.json"
 MAIN = "77391e7f00000000000000000000000000000000"
@@ -225,6 +226,69 @@ def regressions_and_job_trouble() -> PrReportView:
     )
 
 
+def retried_after_infra() -> PrReportView:
+    """Issue 13's infra retries: a configuration that passed on a retry after a rank was lost
+    on another node, one whose every attempt failed for the machine, one that passed at once."""
+    main = outcomes(amax_tests(14))
+    lost = (
+        "rank 1 was lost (killed by SIGKILL) after 3 test results; the node failed, not the "
+        "tests: none of the 6 test results the ranks wrote are counted"
+    )
+    node_check = (
+        "node 1 failed node_check: node check failed: "
+        "tests/node_check/test_nccl.py::test_all_reduce: NCCL error: unhandled system error"
+    )
+    slurm = (
+        "a node failed under the job: the job ended NODE_FAIL (exit 0:0) before any runner "
+        "reported; see /var/lib/stackbot/jobs/212/slurm-9912.out"
+    )
+
+    def attempt(job_id: int, status: str, node: str, error: str | None = None) -> Attempt:
+        return Attempt(job_id, status, node, error, f"{URL}/jobs/{job_id}")
+
+    return PrReportView(
+        repo="NVIDIA/Megatron-LM",
+        pr=PrRef(8035, "Pass the owner's collection to FP8/FP4 contexts"),
+        head_sha=HEAD,
+        approval=ApprovalView("approved", by="phlip"),
+        stack_integration=IntegrationView(
+            "stack", "clean", "main", MAIN, STACK_COMMIT, (StepView(8035, "clean"),)
+        ),
+        tests=(
+            TestRow(
+                "amax-group",
+                "1x4",
+                "passed",
+                compare_with_main(outcomes(amax_tests(14)), main),
+                url=f"{URL}/jobs/202",
+                attempts=(attempt(201, "infra", "gpu-01", lost), attempt(202, "passed", "gpu-02")),
+            ),
+            TestRow(
+                "amax-group",
+                "2x4",
+                "infra",
+                compare_with_main(outcomes({}, "infra"), main),
+                url=f"{URL}/jobs/212",
+                error=slurm,
+                attempts=(
+                    attempt(211, "infra", "gpu-03, gpu-04", node_check),
+                    attempt(212, "infra", "gpu-05, gpu-06", slurm),
+                ),
+            ),
+            TestRow(
+                "blockwise-recipe",
+                "1x4",
+                "passed",
+                compare_with_main(outcomes(amax_tests(3)), outcomes(amax_tests(3))),
+                url=f"{URL}/jobs/203",
+            ),
+        ),
+        tested_commit=STACK_COMMIT,
+        main_sha=MAIN,
+        url=f"{URL}/pulls/8035",
+    )
+
+
 def closed_superseded() -> PrReportView:
     return PrReportView(
         repo="NVIDIA/Megatron-LM",
@@ -258,6 +322,7 @@ CASES = {
     "waiting_after_push": waiting_after_push,
     "series_conflict": series_conflict,
     "regressions_and_job_trouble": regressions_and_job_trouble,
+    "retried_after_infra": retried_after_infra,
     "closed_superseded": closed_superseded,
     "integration_error": integration_error,
 }

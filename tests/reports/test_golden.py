@@ -72,7 +72,8 @@ def test_sticky_comment(case: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "case", ["approved_clean", "series_conflict", "regressions_and_job_trouble"]
+    "case",
+    ["approved_clean", "series_conflict", "regressions_and_job_trouble", "retried_after_infra"],
 )
 def test_check_runs(case: str) -> None:
     check_golden(f"{case}.checks.md", render_checks(CASES[case]()))

@@ -25,6 +25,11 @@ from stackbot.db.models import (
 )
 
 REPO = "NVIDIA/Megatron-LM"
+LOST_RANK = (
+    "rank 1 was lost (killed by SIGKILL) after 3 test results; the node failed, not the tests: "
+    "none of the 6 test results the ranks wrote are counted"
+)
+NODE_FAIL = "a node failed under the job: the job ended NODE_FAIL (exit 0:0)"
 SHAPES = (("amax-group", "1x4"), ("amax-group", "2x4"), ("blockwise-recipe", "1x4"))
 
 
@@ -40,10 +45,13 @@ def seed_series(
     jobs_per_pr: int = 3,
     extra_jobs: int = 0,
     log_dir: Path | None = None,
+    infra_retries: bool = False,
 ) -> dict[str, object]:
     """A chain of ``prs`` PRs under tracking issue #6307, each with a stack run and jobs.
 
     The second PR's stack run conflicts; the last PR is superseded by a PR outside the chain.
+    With ``infra_retries``, each stack run's first configuration first lost a rank on node n0
+    and was retried on n1 (every fourth PR's retry lost its node too: no result).
     """
     now = datetime.now(UTC)
     numbers = [first + i for i in range(prs)]
@@ -151,20 +159,25 @@ def seed_series(
             )
             if status == "conflict":
                 continue
-            for test_set, shape in SHAPES[:jobs_per_pr]:
-                job = _job(
-                    repo.id,
-                    run.id,
-                    test_set,
-                    shape,
-                    run.final_tree or "",
-                    "passed" if index % 4 else "failed",
-                    now,
-                    log_dir,
-                )
+            for position, (test_set, shape) in enumerate(SHAPES[:jobs_per_pr]):
+                tree = run.final_tree or ""
+                retried = infra_retries and position == 0
+                if retried:
+                    lost = _job(repo.id, run.id, test_set, shape, tree, "infra", now, log_dir)
+                    lost.node, lost.counts, lost.error = "n0", {}, LOST_RANK
+                    session.add(lost)
+                    session.flush()
+                status = "passed" if index % 4 else "failed"
+                job = _job(repo.id, run.id, test_set, shape, tree, status, now, log_dir)
+                if retried:
+                    job.purpose, job.retry_of_job_id, job.excluded_nodes = "retry", lost.id, ["n0"]
+                    if index % 4 == 3:
+                        job.status, job.counts, job.error = "infra", {}, NODE_FAIL
                 session.add(job)
                 session.flush()
                 assert job.id is not None
+                if job.status == "infra":
+                    continue  # an infra job's tests never count: none are stored
                 session.add(
                     TestResult(
                         job_id=job.id,

@@ -10,6 +10,7 @@ from typing import Any
 from gpu_jobs.testsets import own_test_set_pr
 from stackbot.db.models import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import FINISHED_STATES
+from stackbot.domain.retries import NotePart, note_text
 
 FINISHED_JOB_STATES = FINISHED_STATES
 
@@ -82,6 +83,9 @@ class TestCell:
     baseline: JobSummary | None
     # The verdict's word for this row on a PR (stackbot.domain.verdict.row_state), when known.
     verdict_state: str | None = None
+    # When the job retries infra failures: what the earlier attempts were, as the PR's
+    # comment says it (stackbot.domain.retries.retry_note), each machine linking its job.
+    retry_note: tuple[NotePart, ...] = ()
 
     @property
     def own_pr(self) -> int | None:
@@ -100,12 +104,18 @@ class TestCell:
         ours = self.job.counts_text if self.job else "not run"
         return f"{ours} · main: {self.main_text}"
 
+    @property
+    def note(self) -> str:
+        """The retry note as plain text (empty for a first attempt)."""
+        return note_text(self.retry_note)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "job": self.job.to_json() if self.job else None,
             "baseline": self.baseline.to_json() if self.baseline else None,
             "state": self.state,
+            "retry_note": self.note or None,
         }
 
     @property
