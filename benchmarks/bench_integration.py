@@ -92,11 +92,23 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def git(cwd: Path, *args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
+# The bare chains date their merge commits now, as stackbot does. With IDENTITY's fixed 2023
+# date, each chain commit is older than the PR heads it merges, and git's date-ordered
+# merge-base walk goes far down the history at every step: on 50 real Megatron-LM PRs that made
+# the 33 clean merges take 1.50 s instead of 0.59 s, flattering stackbot by 2.5x.
+NOW = {k: v for k, v in IDENTITY.items() if not k.endswith("_DATE")}
+
+
+def git(
+    cwd: Path, *args: str, ok: tuple[int, ...] = (0,), dated: bool = True
+) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         ["git", *args],
         cwd=cwd,
-        env={**os.environ, **IDENTITY},
+        env={
+            **{k: v for k, v in os.environ.items() if not k.endswith("_DATE")},
+            **(IDENTITY if dated else NOW),
+        },
         capture_output=True,
         text=True,
         check=False,
@@ -275,10 +287,19 @@ def run_bare_chain(git_dir: Path, base: str, heads: Sequence[str]) -> float:
     start = time.perf_counter()
     current = base
     for head in heads:
-        done = git(git_dir, "merge-tree", "--write-tree", current, head, ok=(0, 1))
+        done = git(git_dir, "merge-tree", "--write-tree", current, head, ok=(0, 1), dated=False)
         tree = done.stdout.split("\n", 1)[0]
         current = git(
-            git_dir, "commit-tree", tree, "-p", current, "-p", head, "-m", f"merge {head}"
+            git_dir,
+            "commit-tree",
+            tree,
+            "-p",
+            current,
+            "-p",
+            head,
+            "-m",
+            f"merge {head}",
+            dated=False,
         ).stdout.strip()
     return time.perf_counter() - start
 

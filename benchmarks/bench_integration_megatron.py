@@ -57,12 +57,21 @@ def run_bare_attempts(git_dir: Path, base: str, heads: list[str]) -> float:
     start = time.perf_counter()
     current = base
     for head in heads:
-        done = git(git_dir, "merge-tree", "--write-tree", current, head, ok=(0, 1))
+        done = git(git_dir, "merge-tree", "--write-tree", current, head, ok=(0, 1), dated=False)
         if done.returncode == 1:
             continue
         tree = done.stdout.split("\n", 1)[0]
         current = git(
-            git_dir, "commit-tree", tree, "-p", current, "-p", head, "-m", f"merge {head}"
+            git_dir,
+            "commit-tree",
+            tree,
+            "-p",
+            current,
+            "-p",
+            head,
+            "-m",
+            f"merge {head}",
+            dated=False,
         ).stdout.strip()
     return time.perf_counter() - start
 
