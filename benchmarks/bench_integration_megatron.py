@@ -50,32 +50,6 @@ def integrate(
     return seconds, result
 
 
-def run_bare_attempts(git_dir: Path, base: str, heads: list[str]) -> float:
-    """The bare chain that does not know the outcome in advance: ``git merge-tree --write-tree``
-    for every PR in order, ``git commit-tree`` for those that merge (a conflicting PR is left
-    out, as stackbot leaves it out)."""
-    start = time.perf_counter()
-    current = base
-    for head in heads:
-        done = git(git_dir, "merge-tree", "--write-tree", current, head, ok=(0, 1), dated=False)
-        if done.returncode == 1:
-            continue
-        tree = done.stdout.split("\n", 1)[0]
-        current = git(
-            git_dir,
-            "commit-tree",
-            tree,
-            "-p",
-            current,
-            "-p",
-            head,
-            "-m",
-            f"merge {head}",
-            dated=False,
-        ).stdout.strip()
-    return time.perf_counter() - start
-
-
 def checker_scan(repo_dir: Path, commit: str) -> tuple[float, int]:
     """The checker's own method over the base: parse every scanned file and walk its tree."""
     repo = GitRepository(repo_dir)
@@ -113,7 +87,6 @@ def measure_megatron(clone: Path, count: int, push: int, repeat: int) -> int:
         merged = [s.head_sha for s in result.steps if s.commit is not None]
         work = scratch_repo(clone, root, "work.git", wanted)
         say(f"steps: {counts}; bare chain, checker scan, warm runs ...")
-        bare = statistics.median(run_bare_chain(work, base, merged) for _ in range(repeat))
         scan_s, scanned = min(checker_scan(work, base) for _ in range(repeat))
         base_cache = MemoryScanCache()
         repo = GitRepository(work)
@@ -124,9 +97,11 @@ def measure_megatron(clone: Path, count: int, push: int, repeat: int) -> int:
         for _ in range(repeat):
             warms.append(integrate(work, numbers, base_cache, None)[0])
             bares.append(run_bare_chain(work, base, merged))
-            attempts.append(run_bare_attempts(work, base, [sha for _, sha in heads]))
+            attempts.append(
+                run_bare_chain(work, base, [sha for _, sha in heads], leave_out_conflicts=True)
+            )
         warm, bare_all = statistics.median(warms), statistics.median(attempts)
-        bare = min(bare, statistics.median(bares))
+        bare = statistics.median(bares)
         # A push to the PR at position ``push``: its head gets one more commit.
         memo = StepMemo()
         integrate(work, numbers, base_cache, memo)

@@ -240,18 +240,20 @@ def _lost_verdict(fate: RankFate, progress: PhaseWatch) -> Verdict:
         who = f"rank {failed[0]}" if len(failed) == 1 else f"ranks {describe_ranks(failed)}"
         parts.append(f"{who} failed after that")
     if fate.stopped:
-        stopped = describe_ranks(fate.stopped)
-        parts.append(
-            f"rank {stopped} was stopped by torchrun after that"
-            if len(fate.stopped) == 1
-            else f"ranks {stopped} were stopped by torchrun after that"
-        )
+        parts.append(_stopped(fate.stopped))
     written = progress.results()
     parts.append(
         f"the node failed, not the tests: none of the {written} test results the ranks wrote "
         "are counted"
     )
     return Verdict("infra", "; ".join(parts), "node")
+
+
+def _stopped(ranks: list[int]) -> str:
+    """The ranks torchrun stopped after the first failure."""
+    if len(ranks) == 1:
+        return f"rank {describe_ranks(ranks)} was stopped by torchrun after that"
+    return f"ranks {describe_ranks(ranks)} were stopped by torchrun after that"
 
 
 def _signal_name(code: int) -> str:
@@ -292,12 +294,7 @@ def _crash_message(fate: RankFate, results: int) -> str:
     if fate.hung:
         parts.append(f"ranks {describe_ranks(fate.hung)} hung and were killed")
     if fate.stopped:
-        stopped = describe_ranks(fate.stopped)
-        parts.append(
-            f"rank {stopped} was stopped by torchrun after that"
-            if len(fate.stopped) == 1
-            else f"ranks {stopped} were stopped by torchrun after that"
-        )
+        parts.append(_stopped(fate.stopped))
     return "; ".join(parts)
 
 

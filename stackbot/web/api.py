@@ -46,10 +46,13 @@ def api_series_detail(request: Request, slug: str) -> Response:
             )
         return None if page is None else page_cache.json_bytes(page.to_json())
 
-    body = page_cache.of(request).body(("api/series", key), build)
-    if body is None:
-        raise HTTPException(404, f"no series {key!r}")
-    return Response(body, media_type="application/json")
+    return page_cache.send(
+        request,
+        ("api/series", key),
+        build,
+        missing=f"no series {key!r}",
+        media_type="application/json",
+    )
 
 
 @router.get("/series/{slug}/gpu", summary="GPU-hours of one series: per push, per PR, saved")
@@ -98,10 +101,13 @@ def api_pull(request: Request, number: PullNumber) -> Response:
             )
         return None if detail is None else page_cache.json_bytes(_pull_json(detail))
 
-    body = page_cache.of(request).body(("api/pulls", number), build)
-    if body is None:
-        raise HTTPException(404, f"no pull request #{number}")
-    return Response(body, media_type="application/json")
+    return page_cache.send(
+        request,
+        ("api/pulls", number),
+        build,
+        missing=f"no pull request #{number}",
+        media_type="application/json",
+    )
 
 
 def _pull_json(detail: dict[str, Any]) -> dict[str, Any]:

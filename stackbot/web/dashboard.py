@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 from sqlmodel import Session
@@ -81,7 +81,7 @@ def index(request: Request) -> HTMLResponse:
 
 
 @router.get("/series/{slug}", response_class=HTMLResponse)
-def series(request: Request, slug: str) -> HTMLResponse:
+def series(request: Request, slug: str) -> Response:
     key = readmodel.key_from_slug(slug)
 
     def build() -> bytes | None:
@@ -94,10 +94,9 @@ def series(request: Request, slug: str) -> HTMLResponse:
         context = {"page": page, "stack": _stack_list(page)}
         return bytes(TEMPLATES.TemplateResponse(request, "series.html", context).body)
 
-    body = page_cache.of(request).body(("series", key), build)
-    if body is None:
-        raise HTTPException(404, f"no series {key!r}")
-    return HTMLResponse(body)
+    return page_cache.send(
+        request, ("series", key), build, missing=f"no series {key!r}", media_type="text/html"
+    )
 
 
 @router.get("/series/{slug}/gpu", response_class=HTMLResponse)
@@ -182,7 +181,7 @@ def _edge_title(page: readmodel.SeriesPage, child: int, parent: int, sources: li
 
 
 @router.get("/pulls/{number}", response_class=HTMLResponse)
-def pull(request: Request, number: PullNumber) -> HTMLResponse:
+def pull(request: Request, number: PullNumber) -> Response:
     def build() -> bytes | None:
         with _session(request) as session:
             detail = readmodel.pull_detail(
@@ -192,10 +191,13 @@ def pull(request: Request, number: PullNumber) -> HTMLResponse:
             return None
         return bytes(TEMPLATES.TemplateResponse(request, "pull.html", {"d": detail}).body)
 
-    body = page_cache.of(request).body(("pulls", number), build)
-    if body is None:
-        raise HTTPException(404, f"no pull request #{number}")
-    return HTMLResponse(body)
+    return page_cache.send(
+        request,
+        ("pulls", number),
+        build,
+        missing=f"no pull request #{number}",
+        media_type="text/html",
+    )
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import Request
+from fastapi import HTTPException, Request, Response
 from fastapi.encoders import jsonable_encoder
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -106,6 +106,22 @@ def of(request: Request) -> PageCache:
         if cache is None or cache.engine is not state.engine:
             cache = state.page_cache = PageCache(state.engine)
     return cache
+
+
+def send(
+    request: Request,
+    key: Hashable,
+    build: Callable[[], bytes | None],
+    *,
+    missing: str,
+    media_type: str,
+) -> Response:
+    """Page ``key``'s body, kept or built (:meth:`PageCache.body`); 404 saying ``missing`` when
+    the page does not exist."""
+    body = of(request).body(key, build)
+    if body is None:
+        raise HTTPException(404, missing)
+    return Response(body, media_type=media_type)
 
 
 def json_bytes(value: Any) -> bytes:

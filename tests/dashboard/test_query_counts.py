@@ -41,17 +41,7 @@ def _pages(prs: int) -> dict[str, str]:
 
 @contextmanager
 def _seeded(backend: str, tmp_path: Path, prs: int) -> Iterator[Engine]:
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / f'{prs}.db'}"
-        migrate.upgrade(url)
-        engine = make_engine(url)
-        try:
-            seed_series(engine, prs=prs, extra_jobs=2 * prs, infra_retries=True)
-            yield engine
-        finally:
-            engine.dispose()
-        return
-    with postgres.fresh_database() as url:
+    with postgres.empty_database(backend, tmp_path, str(prs)) as url:
         migrate.upgrade(url)
         engine = make_engine(url)
         try:

@@ -249,10 +249,7 @@ def test_each_page_reads_a_fixed_number_of_queries(
 ) -> None:
     found = {}
     for prs in (3, 7):
-        if backend == "sqlite":
-            found[prs] = _queries(f"sqlite:///{tmp_path / f'{prs}.db'}", settings, prs)
-        else:
-            with postgres.fresh_database() as url:
-                found[prs] = _queries(url, settings, prs)
+        with postgres.empty_database(backend, tmp_path, str(prs)) as url:
+            found[prs] = _queries(url, settings, prs)
     assert found[3] == found[7], found
     assert found[3]["/api/series/6307/gpu"] <= 7

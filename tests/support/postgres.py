@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
 
@@ -64,3 +65,15 @@ def fresh_database(prefix: str = "stackbot_test") -> Iterator[str]:
     finally:
         with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def empty_database(backend: str, tmp_path: Path, name: str) -> Iterator[str]:
+    """An empty database's URL: a SQLite file ``name`` in ``tmp_path``, or (``postgresql``) a
+    fresh PostgreSQL database, dropped afterwards. For a test that needs several databases of
+    one backend (the ``database_url`` fixture gives one per test)."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / f'{name}.db'}"
+        return
+    with fresh_database() as url:
+        yield url
