@@ -40,8 +40,7 @@ from stackbot.services import jobs as job_service
 from stackbot.services import poll_jobs
 from stackbot.services.integrate import plan_tested_runs, test_runs
 from stackbot.services.resources import WorkerResources
-from stackbot.worker import queue
-from stackbot.worker.registry import TaskRegistry
+from stackbot.taskqueue import TaskRegistry, queue
 from stackbot.worker.runner import Worker
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)

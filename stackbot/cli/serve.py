@@ -70,8 +70,8 @@ def load_serving_settings(*, webhooks: bool = True) -> Settings:
 
 def _serve(args: argparse.Namespace) -> int:
     from stackbot.adapters.http_server import serve_forever
-    from stackbot.cli.tasks import service_registry
     from stackbot.web.app import create_app
+    from stackbot.worker.handlers import service_registry
 
     settings = load_serving_settings()
     app = create_app(settings, worker=service_registry(settings) if args.worker else None)

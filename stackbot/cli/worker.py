@@ -18,9 +18,9 @@ from types import FrameType
 from typing import Any
 
 from stackbot.cli.serve import load_serving_settings
-from stackbot.cli.tasks import service_registry
 from stackbot.db.engine import make_engine
 from stackbot.services.resources import WorkerResources
+from stackbot.worker.handlers import service_registry
 from stackbot.worker.runner import Worker, new_worker_id
 
 log = logging.getLogger(__name__)
@@ -82,11 +82,9 @@ def _work(args: argparse.Namespace) -> int:
             done = sum(worker.run_until_idle() for worker in workers)
             print(f"ran {done} task(s); none left due", flush=True)
             return 0
-        from stackbot.services.maintenance import seed_maintenance
-        from stackbot.services.reconcile import seed_reconcile
+        from stackbot.worker.handlers import seed_tasks
 
-        seed_reconcile(engine)
-        seed_maintenance(engine)
+        seed_tasks(engine)
         return _run_until_signalled(workers)
     finally:
         engine.dispose()

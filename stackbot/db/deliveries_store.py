@@ -1,6 +1,6 @@
 """Reads and writes of recorded webhook deliveries (``webhook_deliveries``) and what a
 delivery's processing writes: its status, the repositories' installation id. Recording a
-delivery (with its task, in one transaction) is the intake's: :mod:`stackbot.worker.inbox`.
+delivery (with its task, in one transaction) is the intake's: :mod:`stackbot.taskqueue.inbox`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ from sqlmodel import Session, select
 
 from gpu_jobs.executors.pool import detect_gpus
 from stackbot.adapters.http_server import BackgroundServer
-from stackbot.cli.tasks import service_registry
 from stackbot.config import Settings, load_settings
 from stackbot.db import migrate
 from stackbot.db.models import IntegrationRun, Job, Task
@@ -40,6 +39,7 @@ from stackbot.demo import scenario
 from stackbot.domain.report import MARKER
 from stackbot.standin import StandinServer
 from stackbot.web.app import create_app
+from stackbot.worker.handlers import service_registry
 
 APP_ID = 4242
 FINISHED_JOBS = ("passed", "failed", "error", "timeout", "infra", "cancelled")

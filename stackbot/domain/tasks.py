@@ -1,6 +1,6 @@
 """The task contract: every kind of task stackbot queues, and the payload each one carries.
 
-A task is a row of the durable queue (:mod:`stackbot.worker.queue`) with a kind and a JSON
+A task is a row of the durable queue (:mod:`stackbot.taskqueue.queue`) with a kind and a JSON
 payload. This module is the one place both are defined: :class:`TaskKind` names every kind,
 and one frozen dataclass per kind says what its payload holds. Whoever queues a task builds the
 dataclass (``Integrate(repo=..., ...)``); the handler receives it decoded by
@@ -502,7 +502,18 @@ class FollowUp:
     kind: str
     payload: dict[str, Any]
     dedupe_key: str | None
+    delay_s: float = 0.0  # not claimed before this many seconds after it is written
+    unless_open: bool = False  # not queued while a task of its kind is pending or running
 
     @classmethod
-    def of(cls, task: TaskPayload, *, dedupe_key: str | None = None) -> FollowUp:
-        return cls(task.KIND, task.to_payload(), dedupe_key or task.dedupe_key())
+    def of(
+        cls,
+        task: TaskPayload,
+        *,
+        dedupe_key: str | None = None,
+        delay_s: float = 0.0,
+        unless_open: bool = False,
+    ) -> FollowUp:
+        return cls(
+            task.KIND, task.to_payload(), dedupe_key or task.dedupe_key(), delay_s, unless_open
+        )

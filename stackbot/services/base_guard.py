@@ -27,12 +27,13 @@ from stackbot.domain.base_guard import (
 from stackbot.domain.records import CommentRecord, PrRecord
 from stackbot.domain.tasks import CheckBase
 from stackbot.services.ghosts import check_ghosts
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 
 
-def handle_check_base(ctx: TaskContext, task: CheckBase) -> None:
+def handle_check_base(ctx: ServiceContext, task: CheckBase) -> None:
     client = ctx.services.github()
     pr = client.get_pull(task.repo, task.number)
     if not pr.is_open:
@@ -44,7 +45,11 @@ def handle_check_base(ctx: TaskContext, task: CheckBase) -> None:
 
 
 def _check_protected(
-    ctx: TaskContext, client: GitHubPort, task: CheckBase, pr: PrRecord, said: CommentRecord | None
+    ctx: ServiceContext,
+    client: GitHubPort,
+    task: CheckBase,
+    pr: PrRecord,
+    said: CommentRecord | None,
 ) -> None:
     if protected_pattern(pr.base_ref, ctx.settings.protected_base_patterns) is not None:
         target = _merge_target(client, task.repo, pr.base_ref)

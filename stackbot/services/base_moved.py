@@ -7,10 +7,11 @@ from sqlmodel import Session
 
 from stackbot.db import github_store as store
 from stackbot.domain.tasks import BaseMoved, Integrate
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 
-def handle_base_moved(ctx: TaskContext, task: BaseMoved) -> None:
+def handle_base_moved(ctx: ServiceContext, task: BaseMoved) -> None:
     with Session(ctx.engine) as session:
         repository = store.get_repository(session, full_name=task.repo)
         if repository is None or repository.id is None:

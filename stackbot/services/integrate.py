@@ -34,8 +34,8 @@ from stackbot.services import jobs as job_service
 from stackbot.services import own_tests as own_service
 from stackbot.services import test_plan
 from stackbot.services.integration import RunRequest, run_integration
-from stackbot.services.resources import WorkerResources
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext, WorkerResources
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 
@@ -310,7 +310,7 @@ def _affected(session: Session, repo_id: int, task: Integrate) -> list[int]:
     return [task.number] if task.number is not None else []
 
 
-def handle_integrate(ctx: TaskContext, task: Integrate) -> None:
+def handle_integrate(ctx: ServiceContext, task: Integrate) -> None:
     outcome = integrate(ctx.engine, ctx.settings, ctx.services, task)
     log.info(
         "integrate %s %s: %d new runs, %d unchanged, %d jobs",

@@ -25,7 +25,6 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +38,10 @@ from stackbot.config import Settings
 from stackbot.db import maintenance_store as store
 from stackbot.db.engine import session_scope
 from stackbot.domain.retention import JobFact, Keep, decide_keep, expired, human_bytes
-from stackbot.domain.tasks import FollowUp, Maintenance, TaskKind
+from stackbot.domain.tasks import FollowUp, Maintenance
 from stackbot.errors import StackbotError
-from stackbot.worker import queue
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 
@@ -264,10 +263,9 @@ def period_of(now: float, interval_s: float) -> int:
     return int(now // interval_s)
 
 
-def schedule(session: Session, *, run_after_epoch: float) -> None:
-    task = FollowUp.of(Maintenance())
-    run_after = queue.utcnow() + timedelta(seconds=max(0.0, run_after_epoch - time.time()))
-    queue.enqueue(session, task.kind, task.payload, dedupe_key=task.dedupe_key, run_after=run_after)
+def round_at(epoch: float) -> FollowUp:
+    """A maintenance round not claimed before ``epoch`` (seconds since the epoch)."""
+    return FollowUp.of(Maintenance(), delay_s=max(0.0, epoch - time.time()))
 
 
 # The first round waits a little after a worker starts: the repairs of what was missed while
@@ -275,15 +273,13 @@ def schedule(session: Session, *, run_after_epoch: float) -> None:
 FIRST_ROUND_DELAY_S = 300.0
 
 
-def seed_maintenance(engine: Engine) -> None:
-    """At worker start: queue a round unless one is pending or running (its period decides
-    whether it does anything)."""
-    with session_scope(engine) as session:
-        if not queue.has_open_task(session, kind=TaskKind.MAINTENANCE):
-            schedule(session, run_after_epoch=time.time() + FIRST_ROUND_DELAY_S)
+def first_round() -> FollowUp:
+    """What a worker starts with: a round, unless one is pending or running (its period
+    decides whether it does anything)."""
+    return FollowUp.of(Maintenance(), delay_s=FIRST_ROUND_DELAY_S, unless_open=True)
 
 
-def handle_maintenance(ctx: TaskContext, task: Maintenance) -> None:
+def handle_maintenance(ctx: ServiceContext, task: Maintenance) -> None:
     interval = ctx.settings.maintenance.interval_s
     now = time.time()
     period = period_of(now, interval)
@@ -293,7 +289,7 @@ def handle_maintenance(ctx: TaskContext, task: Maintenance) -> None:
         row_id = row.id if row is not None else None
     if row_id is None:
         log.info("maintenance: this period's round was run by another task; next at the next")
-        ctx.on_completion(lambda session: schedule(session, run_after_epoch=next_round))
+        ctx.enqueue_task(Maintenance(), delay_s=max(0.0, next_round - time.time()))
         return
     try:
         report = run_maintenance(ctx.engine, ctx.settings, now=now)
@@ -312,9 +308,9 @@ def handle_maintenance(ctx: TaskContext, task: Maintenance) -> None:
             summary=report.summary,
             error="; ".join(report.errors) or None,
         )
-        schedule(session, run_after_epoch=next_round)
 
     ctx.on_completion(record)
+    ctx.enqueue_task(Maintenance(), delay_s=max(0.0, next_round - time.time()))
 
 
 def run_by_hand(

@@ -8,7 +8,6 @@ transaction that completes it, after the executor's poll interval.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -19,19 +18,18 @@ from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db import jobs_store
 from stackbot.db.models import Repository
-from stackbot.db.models._columns import utcnow
 from stackbot.domain.integration import RunKind
-from stackbot.domain.tasks import FollowUp, PollJobs, Report
+from stackbot.domain.tasks import PollJobs, Report
 from stackbot.services import jobs as job_service
 from stackbot.services import test_plan
-from stackbot.worker import queue
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 # How long the local executor's jobs wait between polls (Slurm's is a setting).
 LOCAL_POLL_INTERVAL_S = 2.0
 
 
-def handle_poll_jobs(ctx: TaskContext, task: PollJobs) -> None:
+def handle_poll_jobs(ctx: ServiceContext, task: PollJobs) -> None:
     settings, resources = ctx.settings, ctx.services
     with Session(ctx.engine) as session:
         repo_urls = {
@@ -56,15 +54,7 @@ def handle_poll_jobs(ctx: TaskContext, task: PollJobs) -> None:
     if advance.unfinished or planned:
         slurm = settings.executor == "slurm"
         delay = settings.slurm.poll_interval_s if slurm else LOCAL_POLL_INTERVAL_S
-        again = FollowUp.of(task)
-
-        def poll_again(session: Session) -> None:
-            run_after = utcnow() + timedelta(seconds=delay)
-            queue.enqueue(
-                session, again.kind, again.payload, dedupe_key=again.dedupe_key, run_after=run_after
-            )
-
-        ctx.on_completion(poll_again)
+        ctx.enqueue_task(task, delay_s=delay)
 
 
 def replan_after(engine: Engine, finished: Sequence[int], *, settings: Settings) -> list[int]:

@@ -10,21 +10,18 @@ integration). A payload without ``repo`` fans out to every tracked repository.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 
 from sqlalchemy import Engine
-from sqlmodel import Session
 
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import PullRequest
 from stackbot.domain.records import PrRecord
-from stackbot.domain.tasks import FollowUp, Reconcile, SyncPull, TaskKind
-from stackbot.worker import queue
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.domain.tasks import FollowUp, Reconcile, SyncPull
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 
@@ -76,33 +73,22 @@ def reconcile_repo(engine: Engine, client: GitHubPort, *, repo: str) -> list[Dri
     return drift
 
 
-def schedule_reconcile(session: Session, *, repo: str | None, delay_s: float = 0.0) -> None:
-    """Queue a reconcile of ``repo`` (every tracked repository when None) after ``delay_s``."""
-    run_after = queue.utcnow() + timedelta(seconds=delay_s)
-    task = FollowUp.of(Reconcile(repo))
-    queue.enqueue(session, task.kind, task.payload, dedupe_key=task.dedupe_key, run_after=run_after)
+def periodic_round(*, delay_s: float) -> FollowUp:
+    """The periodic repair of every tracked repository, unless a round is already pending or
+    running (so activity never postpones it)."""
+    return FollowUp.of(Reconcile(None), delay_s=delay_s, unless_open=True)
 
 
-def ensure_reconcile_scheduled(session: Session, *, delay_s: float) -> None:
-    """Queue the periodic repair unless a round is already pending or running (so activity
-    never postpones it)."""
-    if not queue.has_open_task(session, kind=TaskKind.RECONCILE):
-        schedule_reconcile(session, repo=None, delay_s=delay_s)
-
-
-def seed_reconcile(engine: Engine) -> None:
-    """When a worker starts with repositories to watch, repair what was missed while no worker
-    ran; the first sync of a new repository starts the rounds otherwise."""
+def first_rounds(engine: Engine) -> list[FollowUp]:
+    """What a worker starts with: when it has repositories to watch, a repair of what was
+    missed while no worker ran (the first sync of a new repository starts the rounds
+    otherwise)."""
     with session_scope(engine) as session:
-        if store.tracked_repositories(session):
-            ensure_reconcile_scheduled(session, delay_s=0.0)
+        tracked = bool(store.tracked_repositories(session))
+    return [periodic_round(delay_s=0.0)] if tracked else []
 
 
-def _scheduler(repo: str | None, delay_s: float) -> Callable[[Session], None]:
-    return lambda session: schedule_reconcile(session, repo=repo, delay_s=delay_s)
-
-
-def handle_reconcile(ctx: TaskContext, task: Reconcile) -> None:
+def handle_reconcile(ctx: ServiceContext, task: Reconcile) -> None:
     repo = task.repo
     interval = ctx.settings.worker.reconcile_interval_s
     if repo is None:
@@ -110,16 +96,16 @@ def handle_reconcile(ctx: TaskContext, task: Reconcile) -> None:
             repos = [r.full_name for r in store.tracked_repositories(session)]
         log.info("reconcile: %d tracked repositories", len(repos))
         for name in repos:
-            ctx.on_completion(_scheduler(name, 0.0))
+            ctx.enqueue_task(Reconcile(name))
         # Repositories that become tracked later are picked up by the next round.
-        ctx.on_completion(_scheduler(None, interval))
+        ctx.enqueue_task(Reconcile(None), delay_s=interval)
         return
-    drift = reconcile_repo(ctx.engine, ctx.github(), repo=repo)
+    drift = reconcile_repo(ctx.engine, ctx.services.github(), repo=repo)
     for item in drift:
         log.info("reconcile %s#%d: %s", repo, item.number, item.why)
         ctx.enqueue_task(SyncPull(repo, item.number, action="reconcile"))
     log.info("reconcile %s: %d PRs to sync; next in %.0f s", repo, len(drift), interval)
-    ctx.on_completion(_scheduler(repo, interval))
+    ctx.enqueue_task(Reconcile(repo), delay_s=interval)
 
 
 def register_tasks(registry: TaskRegistry) -> None:

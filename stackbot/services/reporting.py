@@ -40,7 +40,8 @@ from stackbot.domain.report import (
 )
 from stackbot.domain.tasks import Report
 from stackbot.services.report_views import build_report_views
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +108,9 @@ def publish_prs(
     return publish_reports(engine, client, repo, views)
 
 
-def handle_report(ctx: TaskContext, task: Report) -> None:
+def handle_report(ctx: ServiceContext, task: Report) -> None:
     counts = publish_prs(
-        ctx.engine, ctx.github(), ctx.settings, repo=task.repo, numbers=task.numbers
+        ctx.engine, ctx.services.github(), ctx.settings, repo=task.repo, numbers=task.numbers
     )
     log.info("report %s %s: %d writes", task.repo, list(task.numbers), counts.writes)
 

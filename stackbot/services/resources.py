@@ -3,7 +3,7 @@ caches that make a later integration redo only what changed.
 
 One :class:`WorkerResources` is made by the process that runs workers (``stackbot worker``
 makes one for all its threads, ``stackbot serve --worker`` and the demo one each) and reaches
-every handler as ``ctx.services``. Nothing here is a module global: two workers made with
+every handler as ``ctx.services`` (a handler's context is a :data:`ServiceContext`). Nothing here is a module global: two workers made with
 different settings in one process (the tests do that) never share a cache, an executor or a
 GitHub client by accident.
 
@@ -32,12 +32,16 @@ from stackbot.services.conflicts import ConflictCache
 from stackbot.services.executors import executor_config
 from stackbot.services.integration import StepMemo
 from stackbot.services.tree_allowlist import ScanTools, TreeAllowlist
+from stackbot.taskqueue import TaskContext
 
 if TYPE_CHECKING:
     from stackbot.adapters.github.port import GitHubPort
 
 
 class WorkerResources:
+    """What one worker process keeps between tasks and shares among its threads: the GitHub
+    client, the executor, the test sets and the caches of git work."""
+
     def __init__(
         self, settings: Settings, *, github: Callable[[], GitHubPort] | None = None
     ) -> None:
@@ -125,3 +129,8 @@ class WorkerResources:
             if self._own_tests is None or self._own_tests[0] != stamp:
                 self._own_tests = (stamp, load_own_tests(path))
             return self._own_tests[1]
+
+
+ServiceContext = TaskContext[WorkerResources]
+"""What a service's handler is given: a task context whose ``services`` are the worker's
+:class:`WorkerResources`."""

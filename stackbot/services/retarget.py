@@ -12,12 +12,13 @@ import logging
 
 from stackbot.domain.retarget import RETARGET_MARKER, children_to_retarget, retarget_comment
 from stackbot.domain.tasks import RetargetChildren, SyncPull
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 
 
-def handle_retarget_children(ctx: TaskContext, task: RetargetChildren) -> None:
+def handle_retarget_children(ctx: ServiceContext, task: RetargetChildren) -> None:
     client = ctx.services.github()
     parent = client.get_pull(task.repo, task.number)
     if not parent.merged:

@@ -13,10 +13,11 @@ from stackbot.domain.own_tests import OwnFile
 from stackbot.domain.tasks import PollJobs, Report, Retest
 from stackbot.services import jobs as job_service
 from stackbot.services import own_tests as own_service
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 
-def handle_retest(ctx: TaskContext, task: Retest) -> None:
+def handle_retest(ctx: ServiceContext, task: Retest) -> None:
     with session_scope(ctx.engine) as session:
         repository = store.get_repository(session, full_name=task.repo)
         pr = (

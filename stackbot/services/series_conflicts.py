@@ -14,10 +14,11 @@ from stackbot.db.engine import session_scope
 from stackbot.domain import tasks
 from stackbot.domain.types import PrNumber, Sha
 from stackbot.services.conflicts import ConflictMatrix, conflict_matrix
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 
-def handle_conflict_matrix(ctx: TaskContext, task: tasks.ConflictMatrix) -> None:
+def handle_conflict_matrix(ctx: ServiceContext, task: tasks.ConflictMatrix) -> None:
     with Session(ctx.engine) as session:
         repository = store.get_repository(session, full_name=task.repo)
         series = (

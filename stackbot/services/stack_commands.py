@@ -36,8 +36,9 @@ from stackbot.domain.retarget import RETARGET_MARKER
 from stackbot.domain.tasks import PortPr, PrCommand, RestackPr, SyncPull, TaskPayload
 from stackbot.domain.types import PrNumber, Sha, TreeSha
 from stackbot.services.port import PortRequest, port
+from stackbot.services.resources import ServiceContext
 from stackbot.services.restack import COMMITTER, RestackRequest, restack
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 _RETARGETED = re.compile(re.escape(RETARGET_MARKER).replace(r"\{parent\}", r"(\d+)"))
@@ -66,7 +67,7 @@ def stack_command_request(
     return None, RestackPr(request.repo, request.number, request.author, command.push)
 
 
-def _mirror(ctx: TaskContext, client: GitHubPort, repo: str) -> GitMirror:
+def _mirror(ctx: ServiceContext, client: GitHubPort, repo: str) -> GitMirror:
     with session_scope(ctx.engine) as session:
         repository = store.get_repository(session, full_name=repo)
         clone_url = repository.clone_url if repository is not None else None
@@ -78,7 +79,7 @@ def _mirror(ctx: TaskContext, client: GitHubPort, repo: str) -> GitMirror:
     )
 
 
-def _parents(ctx: TaskContext, client: GitHubPort, repo: str, number: int) -> list[int]:
+def _parents(ctx: ServiceContext, client: GitHubPort, repo: str, number: int) -> list[int]:
     """Merged-parent candidates: from stackbot's retarget comments, then the graph's edges."""
     found: list[int] = []
     for comment in client.list_issue_comments(repo, number):
@@ -94,7 +95,7 @@ def _parents(ctx: TaskContext, client: GitHubPort, repo: str, number: int) -> li
     return found
 
 
-def handle_restack_pr(ctx: TaskContext, task: RestackPr) -> None:
+def handle_restack_pr(ctx: ServiceContext, task: RestackPr) -> None:
     client = ctx.services.github()
     pr = client.get_pull(task.repo, task.number)
     if not pr.is_open:
@@ -142,7 +143,7 @@ def _old_base(mirror: GitMirror, head: Sha, base: Sha, merged: list[PrRecord]) -
     return fork, "where this branch left its base"
 
 
-def handle_port_pr(ctx: TaskContext, task: PortPr) -> None:
+def handle_port_pr(ctx: ServiceContext, task: PortPr) -> None:
     client = ctx.services.github()
     pr = client.get_pull(task.repo, task.number)
     mirror = _mirror(ctx, client, task.repo)

@@ -27,9 +27,9 @@ from stackbot.db.models import PullRequest
 from stackbot.domain.commands import is_trusted_author
 from stackbot.domain.records import PrRecord
 from stackbot.domain.series import SeriesGraph, build_series_graph
-from stackbot.domain.tasks import Integrate, Report, SyncPull
-from stackbot.services.reconcile import ensure_reconcile_scheduled
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.domain.tasks import Integrate, Reconcile, Report, SyncPull
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 
@@ -182,11 +182,14 @@ def integrations_after_sync(outcome: SyncOutcome, reason: str) -> list[Integrate
     return [Integrate(outcome.repo, key, outcome.number, reason) for key in keys]
 
 
-def handle_sync_pull(ctx: TaskContext, task: SyncPull) -> None:
+def handle_sync_pull(ctx: ServiceContext, task: SyncPull) -> None:
     repo, number = task.repo, task.number
-    outcome = sync_pull_request(ctx.engine, ctx.github(), ctx.settings, repo=repo, number=number)
+    outcome = sync_pull_request(
+        ctx.engine, ctx.services.github(), ctx.settings, repo=repo, number=number
+    )
     interval = ctx.settings.worker.reconcile_interval_s
-    ctx.on_completion(lambda session: ensure_reconcile_scheduled(session, delay_s=interval))
+    # The periodic repair of every tracked repository, unless a round is already queued.
+    ctx.enqueue_task(Reconcile(None), delay_s=interval, unless_open=True)
     if not outcome.changed:
         log.info("sync %s#%d: nothing an integration depends on changed", repo, number)
         return

@@ -58,9 +58,10 @@ from stackbot.domain.stack_lists import declares_dependency
 from stackbot.domain.tasks import Integrate, PrCommand, Report, SyncPull
 from stackbot.services import retest as retest_service
 from stackbot.services.report_views import build_report_view
+from stackbot.services.resources import ServiceContext
 from stackbot.services.stack_commands import stack_command_request
 from stackbot.services.sync import sync_pull_request
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 
@@ -290,13 +291,13 @@ def _verb(command: DependsOn | NoDependency) -> str:
 # -- the task ---------------------------------------------------------------------------------
 
 
-def handle_pr_command(ctx: TaskContext, request: PrCommand) -> None:
+def handle_pr_command(ctx: ServiceContext, request: PrCommand) -> None:
     if parse_command(request.body) is None:
         if request.is_pull_request and declares_dependency(request.body, request.number):
             # It may declare a dependency (the graph build decides whether its writer counts).
             ctx.enqueue_task(SyncPull(request.repo, request.number, "comment"))
         return
-    client = ctx.github()
+    client = ctx.services.github()
     outcome = run_command(ctx.engine, client, ctx.settings, request)
     # A redo after a crash must not queue integration twice nor reply twice: what the first
     # attempt did is in ctx.state.
@@ -319,7 +320,7 @@ def handle_pr_command(ctx: TaskContext, request: PrCommand) -> None:
 
 
 def may_reply(
-    ctx: TaskContext, client: GitHubPort, request: PrCommand, *, vetter: bool | None
+    ctx: ServiceContext, client: GitHubPort, request: PrCommand, *, vetter: bool | None
 ) -> bool:
     """Whether the reply limits allow answering this comment (and record it when they do)."""
     if vetter is None:

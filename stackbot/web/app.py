@@ -19,9 +19,8 @@ from sqlalchemy import Engine
 from stackbot import __version__
 from stackbot.config import Settings
 from stackbot.db.engine import make_engine
+from stackbot.taskqueue import TaskRegistry, inbox
 from stackbot.web import dashboard, exposure, health, webhooks
-from stackbot.worker import inbox
-from stackbot.worker.registry import TaskRegistry
 from stackbot.worker.runner import Worker
 
 log = logging.getLogger(__name__)
@@ -31,7 +30,7 @@ WORKER_STOP_TIMEOUT_S = 30.0
 def create_app(
     settings: Settings, *, engine: Engine | None = None, worker: TaskRegistry | None = None
 ) -> FastAPI:
-    """Build the app; with ``worker`` (the handlers, :func:`stackbot.cli.tasks.service_registry`)
+    """Build the app; with ``worker`` (the handlers, :func:`stackbot.worker.handlers.service_registry`)
     it also runs one task worker thread inside it.
 
     Refuses (``UnsafeSettingsError``) to run without a webhook secret outside development mode.
@@ -110,11 +109,9 @@ class EmbeddedWorker:
         )
 
     def start(self) -> None:
-        from stackbot.services.maintenance import seed_maintenance
-        from stackbot.services.reconcile import seed_reconcile
+        from stackbot.worker.handlers import seed_tasks
 
-        seed_reconcile(self.worker.engine)
-        seed_maintenance(self.worker.engine)
+        seed_tasks(self.worker.engine)
         self._thread.start()
 
     def stop(self) -> None:

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import Engine
 
 from stackbot.db.probe import database_answers
-from stackbot.worker import queue
+from stackbot.taskqueue import queue
 
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 TASK_STATS_TTL_S = 2.0

@@ -31,9 +31,9 @@ from fastapi.responses import JSONResponse
 
 from stackbot.domain.events import UnknownEvent, ignore_reason, parse_event
 from stackbot.errors import BadInput, RetryLater
+from stackbot.taskqueue import inbox
 from stackbot.web.exposure import RETRY_AFTER_S
 from stackbot.web.health import Metrics
-from stackbot.worker import inbox
 
 log = logging.getLogger(__name__)
 

@@ -1,1 +1,2 @@
-"""Task workers and the durable task queue they share (see :mod:`stackbot.worker.queue`)."""
+"""The worker process: the services' handlers assembled (:mod:`.handlers`) and the workers that
+claim and run tasks (:mod:`.runner`)."""

@@ -20,8 +20,7 @@ from sqlalchemy import Engine
 from stackbot.config import Settings
 from stackbot.db.models import Task
 from stackbot.errors import StackbotError
-from stackbot.worker import queue
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.taskqueue import TaskContext, TaskRegistry, queue
 
 if TYPE_CHECKING:
     from stackbot.services.resources import WorkerResources
@@ -184,7 +183,9 @@ class Worker:
         else:
             self._fail(task, error, label, elapsed)
 
-    def _complete(self, ctx: TaskContext, label: str, elapsed: float, *, lease_lost: bool) -> None:
+    def _complete(
+        self, ctx: TaskContext[WorkerResources], label: str, elapsed: float, *, lease_lost: bool
+    ) -> None:
         try:
             done = not lease_lost and queue.complete(
                 self.engine, ctx.task_id, self.worker_id, in_same_transaction=ctx.write_completion

@@ -14,7 +14,7 @@ from sqlmodel import select
 from stackbot.db.engine import session_scope
 from stackbot.db.models import Task
 from stackbot.db.models._columns import utcnow
-from stackbot.worker import queue
+from stackbot.taskqueue import queue
 
 
 def test_the_tasks_page_lists_running_then_pending_tasks(

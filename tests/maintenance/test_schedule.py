@@ -14,7 +14,7 @@ from stackbot.db import maintenance_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import MaintenanceRun, Task
 from stackbot.domain.tasks import FollowUp, Maintenance, TaskKind
-from stackbot.worker import queue
+from stackbot.taskqueue import queue
 from tests.queue.workers import WorkerProcess, wait_for
 
 
@@ -89,10 +89,11 @@ def test_two_workers_run_one_round_per_period(
 
 
 def test_a_worker_start_queues_one_round_unless_one_is_open(engine: Engine) -> None:
-    from stackbot.services.maintenance import FIRST_ROUND_DELAY_S, seed_maintenance
+    from stackbot.services.maintenance import FIRST_ROUND_DELAY_S
+    from stackbot.worker.handlers import seed_tasks
 
-    seed_maintenance(engine)
-    seed_maintenance(engine)  # a second worker starting
+    seed_tasks(engine)
+    seed_tasks(engine)  # a second worker starting
     tasks = _maintenance_tasks(engine)
     assert [t.status for t in tasks] == ["pending"]
     assert abs(_when(tasks[0]) - (time.time() + FIRST_ROUND_DELAY_S)) < 30

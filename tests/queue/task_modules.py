@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.taskqueue import TaskContext, TaskRegistry
 
 CREATE_RUNS_TABLE = (
     "CREATE TABLE test_task_runs (task_id INTEGER PRIMARY KEY, worker_id TEXT NOT NULL)"

@@ -11,7 +11,7 @@ from sqlmodel import col
 from stackbot.db.engine import session_scope
 from stackbot.db.models import Task
 from stackbot.errors import BadInput, Permanent, RetryLater
-from stackbot.worker import queue
+from stackbot.taskqueue import queue
 from tests.queue.clock import FakeClock
 
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from stackbot.cli.tasks import service_registry
 from stackbot.config import load_settings
 from stackbot.domain import tasks
 from stackbot.domain.tasks import PAYLOADS, FollowUp, TaskKind, decode
 from stackbot.errors import BadInput
+from stackbot.worker.handlers import service_registry
 
 EXAMPLES: list[tasks.TaskPayload] = [
     tasks.ProcessDelivery(7),

@@ -17,8 +17,7 @@ from stackbot.config import Settings
 from stackbot.db.engine import session_scope
 from stackbot.db.models import Task
 from stackbot.errors import BadInput
-from stackbot.worker import queue
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.taskqueue import TaskContext, TaskRegistry, queue
 from stackbot.worker.runner import Worker
 from tests.queue.clock import FakeClock
 

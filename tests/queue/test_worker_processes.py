@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from stackbot.db.engine import session_scope
-from stackbot.worker import queue
+from stackbot.taskqueue import queue
 from tests.queue.task_modules import CREATE_RUNS_TABLE
 from tests.queue.workers import WorkerProcess, wait_for
 

@@ -26,10 +26,9 @@ from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import Approval, Task
 from stackbot.domain.report import MARKER
-from stackbot.services import reconcile, reporting, sync, vetting
+from stackbot.services import deliveries, reconcile, reporting, sync, vetting
+from stackbot.taskqueue import TaskRegistry, queue
 from stackbot.web.app import create_app
-from stackbot.worker import deliveries, queue
-from stackbot.worker.registry import TaskRegistry
 from stackbot.worker.runner import Worker
 from tests.support.standin import WEBHOOK_SECRET, StandinWorld
 

@@ -11,6 +11,7 @@ from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import Settings
 from stackbot.services import (
     base_guard,
+    deliveries,
     reconcile,
     reporting,
     retarget,
@@ -18,9 +19,8 @@ from stackbot.services import (
     sync,
     vetting,
 )
+from stackbot.taskqueue import TaskRegistry
 from stackbot.web.app import create_app
-from stackbot.worker import deliveries
-from stackbot.worker.registry import TaskRegistry
 from stackbot.worker.runner import Worker
 from tests.support.standin import WEBHOOK_SECRET, StandinWorld
 from tests.sync.pipeline import HANDLED, Pipeline

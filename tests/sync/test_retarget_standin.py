@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from stackbot.db.engine import session_scope
 from stackbot.domain.tasks import RetargetChildren
+from stackbot.taskqueue import queue
 from stackbot.web.app import create_app
-from stackbot.worker import queue
 from tests.support.standin import StandinWorld
 from tests.sync.pipeline import Pipeline, open_pr
 

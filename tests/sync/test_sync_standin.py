@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
-from stackbot.services.reconcile import schedule_reconcile
+from stackbot.domain.tasks import FollowUp, Reconcile
 from stackbot.services.sync import sync_pull_request
+from stackbot.taskqueue import queue
 from tests.sync.pipeline import Pipeline, open_pr, push
 
 
@@ -99,7 +100,7 @@ def test_a_lone_pr_is_integrated_on_its_own_and_a_closed_one_is_not(pipeline: Pi
 
 def run_reconcile(pipeline: Pipeline) -> None:
     with session_scope(pipeline.engine) as session:
-        schedule_reconcile(session, repo=pipeline.repo)
+        queue.enqueue_follow_up(session, FollowUp.of(Reconcile(pipeline.repo)))
     pipeline.run_tasks()
 
 
@@ -152,7 +153,7 @@ def test_reconciliation_fans_out_to_tracked_repositories(pipeline: Pipeline) -> 
     tracked_stack(pipeline)
     pipeline.deliver()
     with session_scope(pipeline.engine) as session:
-        schedule_reconcile(session, repo=None)
+        queue.enqueue_follow_up(session, FollowUp.of(Reconcile(None)))
     pipeline.run_tasks()
     done = pipeline.tasks("reconcile", status="done")
     assert sorted(str(t.payload["repo"]) for t in done) == sorted(["None", pipeline.repo])

@@ -9,7 +9,7 @@ from sqlalchemy.engine import make_url
 
 from stackbot.db import deliveries_store, migrate
 from stackbot.db.engine import make_engine
-from stackbot.worker import inbox
+from stackbot.taskqueue import inbox
 from tests.support import postgres
 
 

@@ -13,9 +13,8 @@ from sqlmodel import Session, col, select
 
 from stackbot.config import Settings
 from stackbot.db.models import PullRequest, Repository, WebhookDelivery
-from stackbot.worker import queue
-from stackbot.worker.inbox import record_delivery
-from stackbot.worker.registry import TaskRegistry
+from stackbot.taskqueue import TaskRegistry, queue
+from stackbot.taskqueue.inbox import record_delivery
 from stackbot.worker.runner import Worker
 from tests.support import signing
 
@@ -38,7 +37,7 @@ def ran() -> dict[str, list[dict[str, Any]]]:
 @pytest.fixture
 def worker(engine: Engine, settings: Settings, ran: dict[str, list[dict[str, Any]]]) -> Worker:
     registry = TaskRegistry()
-    registry.load(["stackbot.worker.deliveries"])
+    registry.load(["stackbot.services.deliveries"])
     for kind in FOLLOW_UP_KINDS:
         registry.add(kind, lambda ctx, kind=kind: ran[kind].append(ctx.payload))  # type: ignore[misc]
     return Worker(engine, settings, registry)

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import Engine
 
-from stackbot.worker import queue
+from stackbot.taskqueue import queue
 from tests.support import signing
 from tests.webhooks.conftest import count_rows
 

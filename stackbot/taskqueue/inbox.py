@@ -20,7 +20,7 @@ from stackbot.db.deliveries_store import IGNORED, RECORDED
 from stackbot.db.engine import make_engine, sqlite_writer
 from stackbot.domain.tasks import ProcessDelivery, TaskKind
 from stackbot.errors import RetryLater
-from stackbot.worker import queue
+from stackbot.taskqueue import queue
 
 PROCESS_DELIVERY = TaskKind.PROCESS_DELIVERY
 

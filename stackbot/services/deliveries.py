@@ -24,7 +24,8 @@ from stackbot.domain.events import (
 )
 from stackbot.domain.tasks import ProcessDelivery
 from stackbot.errors import BadInput, Permanent
-from stackbot.worker.registry import TaskContext, TaskRegistry
+from stackbot.services.resources import ServiceContext
+from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 UNINSTALLED = frozenset({"deleted", "suspend"})
 
 
-def process_delivery(ctx: TaskContext, task: ProcessDelivery) -> None:
+def process_delivery(ctx: ServiceContext, task: ProcessDelivery) -> None:
     row_id = task.delivery
     delivery = inbox.load_delivery(ctx.engine, row_id)
     if delivery is None:
@@ -62,7 +63,7 @@ def process_delivery(ctx: TaskContext, task: ProcessDelivery) -> None:
     _finish(ctx, row_id, inbox.PROCESSED, None)
 
 
-def _finish(ctx: TaskContext, row_id: int, status: str, reason: str | None) -> None:
+def _finish(ctx: ServiceContext, row_id: int, status: str, reason: str | None) -> None:
     ctx.on_completion(lambda session: inbox.mark_delivery(session, row_id, status, reason))
 
 

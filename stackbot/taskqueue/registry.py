@@ -7,7 +7,9 @@ earlier attempt recorded through ``ctx.save_state``.
 
 The service's handlers take their typed payload (:mod:`stackbot.domain.tasks`) and are added
 with :meth:`TaskRegistry.add_task`; the process that runs workers assembles them
-(:func:`stackbot.cli.tasks.service_registry`). Plugins and tests may add handlers of kinds of
+(:func:`stackbot.worker.handlers.service_registry`) and hands every context its resources
+(``R``: the services' :class:`~stackbot.services.resources.WorkerResources`, which this package
+never imports). Plugins and tests may add handlers of kinds of
 their own with :meth:`TaskRegistry.add`, from modules named in the ``extra_task_modules``
 setting (env ``STACKBOT_EXTRA_TASK_MODULES='["pkg.mod"]'``), each with a function
 ``register_tasks(registry: TaskRegistry) -> None``.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -27,18 +29,15 @@ from stackbot.config import Settings
 from stackbot.db.models import Task
 from stackbot.domain.tasks import FollowUp, TaskPayload
 from stackbot.errors import BadInput
-from stackbot.worker import queue
+from stackbot.taskqueue import queue
 
-if TYPE_CHECKING:
-    from stackbot.adapters.github.port import GitHubPort
-    from stackbot.services.resources import WorkerResources
-
-Handler = Callable[["TaskContext"], None]
+R = TypeVar("R")
 
 
 @dataclass
-class TaskContext:
-    """What one run of a handler sees: its task, its recorded state, and ways to act."""
+class TaskContext(Generic[R]):
+    """What one run of a handler sees: its task, its recorded state, the worker's resources
+    (``R``), and the ways to act: record progress, queue follow-up work, write on completion."""
 
     task: Task
     worker_id: str
@@ -47,9 +46,9 @@ class TaskContext:
     state: dict[str, Any] = field(default_factory=dict)
     follow_ups: list[FollowUp] = field(default_factory=list)
     finishers: list[Callable[[Session], None]] = field(default_factory=list)
-    # What the worker keeps between tasks (GitHub client, executor, caches); the process that
-    # runs the worker makes it (None: made on first use, for this context alone).
-    resources: WorkerResources | None = None
+    # What the worker keeps between tasks (GitHub client, executor, caches), handed over by the
+    # process that runs the worker; None only for a context that needs none.
+    resources: R | None = None
 
     @property
     def task_id(self) -> int:
@@ -67,49 +66,65 @@ class TaskContext:
     def save_state(self, state: dict[str, Any]) -> None:
         """Record progress now (its own transaction): a redo starts from it.
 
-        Raises :class:`stackbot.worker.queue.LeaseLost` if another worker owns the task now;
+        Raises :class:`stackbot.taskqueue.queue.LeaseLost` if another worker owns the task now;
         the handler should let it propagate.
         """
         queue.save_state(self.engine, self.task_id, self.worker_id, state)
         self.state = dict(state)
 
-    def enqueue(self, kind: str, payload: dict[str, Any], *, dedupe_key: str | None = None) -> None:
+    def enqueue(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        dedupe_key: str | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
         """Queue a follow-up task of any kind (plugins, tests); see :meth:`enqueue_task`."""
-        self.follow_ups.append(FollowUp(kind, payload, dedupe_key))
+        self.follow_ups.append(FollowUp(kind, payload, dedupe_key, delay_s))
 
-    def enqueue_task(self, task: TaskPayload, *, dedupe_key: str | None = None) -> None:
+    def enqueue_task(
+        self,
+        task: TaskPayload,
+        *,
+        dedupe_key: str | None = None,
+        delay_s: float = 0.0,
+        unless_open: bool = False,
+    ) -> None:
         """Queue a follow-up task; it is written in the transaction that completes this task,
         so a redo after a crash cannot queue it twice. Its payload's own dedupe key unless
-        ``dedupe_key`` is given."""
-        self.follow_ups.append(FollowUp.of(task, dedupe_key=dedupe_key))
+        ``dedupe_key`` is given; ``delay_s``: not claimed before that many seconds after this
+        task completes; ``unless_open``: not queued while a task of its kind is pending or
+        running (a periodic round that activity must not postpone)."""
+        self.follow_ups.append(
+            FollowUp.of(task, dedupe_key=dedupe_key, delay_s=delay_s, unless_open=unless_open)
+        )
 
     def on_completion(self, write: Callable[[Session], None]) -> None:
         """Write something in the transaction that completes this task."""
         self.finishers.append(write)
 
     @property
-    def services(self) -> WorkerResources:
-        """The worker's resources (made for this context alone when the worker has none)."""
+    def services(self) -> R:
+        """The worker's resources, as the worker process handed them over."""
         if self.resources is None:
-            from stackbot.services.resources import WorkerResources
-
-            self.resources = WorkerResources(self.settings)
+            raise RuntimeError(
+                f"task {self.task_id} ({self.task.kind}): this context was made without the "
+                "worker's resources; make it through stackbot.worker.runner.Worker"
+            )
         return self.resources
-
-    def github(self) -> GitHubPort:
-        """The GitHub client, built on first use."""
-        return self.services.github()
 
     def write_completion(self, session: Session) -> None:
         for follow_up in self.follow_ups:
-            queue.enqueue(
-                session, follow_up.kind, follow_up.payload, dedupe_key=follow_up.dedupe_key
-            )
+            queue.enqueue_follow_up(session, follow_up)
         for write in self.finishers:
             write(session)
 
 
 P = TypeVar("P", bound=TaskPayload)
+
+
+Handler = Callable[[TaskContext[Any]], None]
 
 
 class TaskRegistry:
@@ -123,11 +138,13 @@ class TaskRegistry:
             raise ValueError(f"task kind {kind!r} already has a handler")
         self._handlers[kind] = handler
 
-    def add_task(self, payload_type: type[P], handler: Callable[[TaskContext, P], None]) -> None:
+    def add_task(
+        self, payload_type: type[P], handler: Callable[[TaskContext[Any], P], None]
+    ) -> None:
         """Run ``handler`` with the task's payload decoded as ``payload_type`` (a bad payload
         fails the task with an error naming the field)."""
 
-        def run(ctx: TaskContext) -> None:
+        def run(ctx: TaskContext[Any]) -> None:
             # from_payload returns Self, which mypy widens to the union over a bound TypeVar.
             handler(ctx, cast(P, payload_type.from_payload(ctx.payload)))
 

@@ -27,6 +27,7 @@ from sqlmodel import Session, col
 
 from stackbot.db.engine import session_scope, sqlite_writer
 from stackbot.db.models import Task
+from stackbot.domain.tasks import FollowUp
 from stackbot.errors import Disposition, RetryLater, disposition
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,28 @@ def enqueue(
     task = session.get(Task, task_id, populate_existing=True)
     assert task is not None  # the row was written in this very transaction
     return task
+
+
+def enqueue_follow_up(session: Session, follow_up: FollowUp) -> Task | None:
+    """Queue ``follow_up`` in the session's transaction (``delay_s`` counted from now); None
+    when it is ``unless_open`` and a task of its kind is pending or running."""
+    if follow_up.unless_open and has_open_task(session, kind=follow_up.kind):
+        return None
+    run_after = utcnow() + timedelta(seconds=follow_up.delay_s) if follow_up.delay_s else None
+    return enqueue(
+        session,
+        follow_up.kind,
+        follow_up.payload,
+        dedupe_key=follow_up.dedupe_key,
+        run_after=run_after,
+    )
+
+
+def seed(engine: Engine, follow_ups: Sequence[FollowUp]) -> None:
+    """Queue the work a worker starts with (its own transaction; ``unless_open`` holds)."""
+    with session_scope(engine) as session:
+        for follow_up in follow_ups:
+            enqueue_follow_up(session, follow_up)
 
 
 def enqueue_row(
@@ -354,7 +377,7 @@ def stats(engine: Engine) -> dict[str, int]:
 def has_open_task(session: Session, *, kind: str) -> bool:
     """Whether a task of ``kind`` is pending or running."""
     statement = select(col(Task.id)).where(
-        col(Task.kind) == kind, col(Task.status).in_(["pending", "running"])
+        col(Task.kind) == kind, col(Task.status).in_([PENDING, RUNNING])
     )
     found = session.execute(statement.limit(1)).first()
     return found is not None

@@ -1,5 +1,6 @@
 """The worker's handlers, assembled: every task kind of :mod:`stackbot.domain.tasks` with the
-service that runs it, plus the handlers of the ``extra_task_modules`` setting (plugins, tests).
+service that runs it, plus the handlers of the ``extra_task_modules`` setting (plugins, tests);
+and the work a worker starts with (:func:`seed_tasks`).
 
 ``stackbot worker``, ``stackbot serve --worker`` and ``stackbot demo`` build their workers from
 here; nothing else imports the services to run them.
@@ -7,11 +8,14 @@ here; nothing else imports the services to run them.
 
 from __future__ import annotations
 
+from sqlalchemy import Engine
+
 from stackbot.config import Settings
 from stackbot.domain.tasks import PAYLOADS
 from stackbot.services import (
     base_guard,
     base_moved,
+    deliveries,
     integrate,
     maintenance,
     poll_jobs,
@@ -24,8 +28,7 @@ from stackbot.services import (
     sync,
     vetting,
 )
-from stackbot.worker import deliveries
-from stackbot.worker.registry import TaskRegistry
+from stackbot.taskqueue import TaskRegistry, queue
 
 
 def service_registry(settings: Settings) -> TaskRegistry:
@@ -52,3 +55,9 @@ def service_registry(settings: Settings) -> TaskRegistry:
     assert not missing, f"task kinds without a handler: {missing}"
     registry.load(settings.extra_task_modules)
     return registry
+
+
+def seed_tasks(engine: Engine) -> None:
+    """Queue what a starting worker process begins with, unless already queued: the repair of
+    what was missed while no worker ran, and the maintenance rounds."""
+    queue.seed(engine, [*reconcile.first_rounds(engine), maintenance.first_round()])
