@@ -12,6 +12,7 @@ from stackbot.domain.tasks import PAYLOADS
 from stackbot.services import (
     base_guard,
     base_moved,
+    commands,
     integrate,
     maintenance,
     poll_jobs,
@@ -22,7 +23,6 @@ from stackbot.services import (
     series_conflicts,
     stack_commands,
     sync,
-    vetting,
 )
 from stackbot.worker import deliveries
 from stackbot.worker.registry import TaskRegistry
@@ -34,7 +34,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
     for module in (
         deliveries,
         sync,
-        vetting,
+        commands,
         reconcile,
         reporting,
         integrate,

@@ -12,8 +12,11 @@ What counts as a command (deliberately strict, so discussion never triggers anyt
   reply, since the writer clearly meant a command). ``/stackbot retest [TEST_SET]`` (a
   configured test set, or ``own:N``: PR N's own test files, on PR N only),
   ``/stackbot status``, ``/stackbot depends-on #N`` and ``/stackbot no-dependency #N`` (``N``
-  alone too) are the other commands; any other ``/stackbot`` word is an :class:`Unknown`
-  command that gets a usage reply.
+  alone too), ``/stackbot restack [--push]`` and ``/stackbot port <branch>`` are the other
+  commands, each parsed by its rule in ``_VERBS``; any other ``/stackbot`` word (or a known
+  verb whose words do not fit) is an :class:`Unknown` command that gets a usage reply.
+
+Each command type has one handler module in :mod:`stackbot.services.commands`.
 
 Replies never render what the commenter wrote (a backtick would close a code span and let the
 rest through as markdown: mentions, images): they are fixed texts, showing at most a SHA the
@@ -29,7 +32,7 @@ an edit to an old comment would otherwise draw a fresh refusal long after the fa
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -140,23 +143,56 @@ def _parse_line(line: str) -> Command | None:
     if not bot:
         return None
     words = (bot.group("rest") or "").split()
-    verb = words[0].lower() if words else ""
-    if verb == "retest" and len(words) <= 2:
-        return Retest(test_set=words[1] if len(words) == 2 else None)
-    if verb == "status" and len(words) == 1:
-        return Status()
-    if verb in ("depends-on", "no-dependency") and len(words) == 2:
-        number = _PR_NUMBER.fullmatch(words[1])
-        if number is not None and int(number.group("number")) <= MAX_PR_NUMBER:
-            parent = int(number.group("number"))
-            if verb == "depends-on":
-                return DependsOn(parent=parent, line=line.strip())
-            return NoDependency(parent=parent, line=line.strip())
-    if verb == "restack" and (len(words) == 1 or words[1:] == ["--push"]):
-        return Restack(push=len(words) == 2)
-    if verb == "port" and len(words) == 2 and _BRANCH.match(words[1]):
-        return Port(branch=words[1])
-    return Unknown(text=line.strip())
+    rule = _VERBS.get(words[0].lower()) if words else None
+    command = rule(words[1:], line.strip()) if rule is not None else None
+    return command if command is not None else Unknown(text=line.strip())
+
+
+# -- one parse rule per ``/stackbot`` verb: (the words after the verb, the line) -> the
+# command, or None when they do not fit (an Unknown command, answered with usage).
+
+
+def _retest(args: list[str], line: str) -> Command | None:
+    return Retest(test_set=args[0] if args else None) if len(args) <= 1 else None
+
+
+def _status(args: list[str], line: str) -> Command | None:
+    return Status() if not args else None
+
+
+def _parent(args: list[str]) -> int | None:
+    number = _PR_NUMBER.fullmatch(args[0]) if len(args) == 1 else None
+    if number is None or int(number.group("number")) > MAX_PR_NUMBER:
+        return None
+    return int(number.group("number"))
+
+
+def _depends_on(args: list[str], line: str) -> Command | None:
+    parent = _parent(args)
+    return DependsOn(parent=parent, line=line) if parent is not None else None
+
+
+def _no_dependency(args: list[str], line: str) -> Command | None:
+    parent = _parent(args)
+    return NoDependency(parent=parent, line=line) if parent is not None else None
+
+
+def _restack(args: list[str], line: str) -> Command | None:
+    return Restack(push=bool(args)) if args in ([], ["--push"]) else None
+
+
+def _port(args: list[str], line: str) -> Command | None:
+    return Port(branch=args[0]) if len(args) == 1 and _BRANCH.match(args[0]) else None
+
+
+_VERBS: dict[str, Callable[[list[str], str], Command | None]] = {
+    "retest": _retest,
+    "status": _status,
+    "depends-on": _depends_on,
+    "no-dependency": _no_dependency,
+    "restack": _restack,
+    "port": _port,
+}
 
 
 class Reason(Enum):
@@ -385,3 +421,8 @@ def dependency_override_refusal(commenter: str) -> str:
 
 def dependency_on_itself_reply() -> str:
     return "A pull request cannot depend on itself; name another PR."
+
+
+def stack_command_on_issue_reply() -> str:
+    """The reply to ``/stackbot restack`` or ``port`` written on an issue."""
+    return "That command works on pull requests only; this is an issue."

@@ -11,12 +11,12 @@ from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import Settings
 from stackbot.services import (
     base_guard,
+    commands,
     reconcile,
     reporting,
     retarget,
     stack_commands,
     sync,
-    vetting,
 )
 from stackbot.web.app import create_app
 from stackbot.worker import deliveries
@@ -34,7 +34,7 @@ def stack_pipeline(
     modules = (
         deliveries,
         sync,
-        vetting,
+        commands,
         reconcile,
         reporting,
         retarget,
