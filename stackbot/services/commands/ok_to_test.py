@@ -2,7 +2,7 @@
 
 The commenter must be a vetter (configured, a collaborator with one of
 ``settings.vetting.vetter_permissions``, or a member of a trusted org); the SHA must name the
-PR's current head (:func:`stackbot.domain.commands.decide_ok_to_test`). An accepted approval is
+PR's current head (:func:`stackbot.domain.vetting.decide_ok_to_test`). An accepted approval is
 stored for that commit only and the PR's series is queued for integration. The one command
 answered in an edited comment too (fixing a typo in the SHA); a refused edit gets no reply.
 """
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
-from stackbot.domain.commands import OkToTest, decide_ok_to_test
+from stackbot.domain.commands import OkToTest
 from stackbot.domain.tasks import Integrate, Report
+from stackbot.domain.vetting import decide_ok_to_test
 from stackbot.services.commands.router import CommandContext, CommandOutcome, CommandRouter
 from stackbot.services.sync import sync_pull_request
 
