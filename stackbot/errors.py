@@ -38,12 +38,16 @@ class Permanent(StackbotError):
 
 
 class Disposition(Enum):
+    """What to do with a failure, by its error's class: tell the user (never retried), retry
+    with backoff, or dead-letter it (see :func:`disposition`)."""
+
     TELL_USER = "tell_user"
     RETRY = "retry"
     DEAD = "dead"
 
 
 def disposition(error: BaseException) -> Disposition:
+    """The :class:`Disposition` of ``error``: bad input tells, permanent is dead, else retry."""
     if isinstance(error, BadInput):
         return Disposition.TELL_USER
     if isinstance(error, Permanent):

@@ -1,6 +1,6 @@
-"""``/stackbot restack`` and ``/stackbot port <branch>``: who may ask (decided when the comment is
-read, :func:`stack_command_request`), and the ``restack_pr`` / ``port_pr`` tasks that do the git
-work in the repository's mirror and answer on the PR.
+"""The ``restack_pr`` / ``port_pr`` tasks that ``/stackbot restack`` and ``/stackbot port <branch>``
+queue: the git work in the repository's mirror, and the answer on the PR. Who may ask is decided
+when the comment is read (:mod:`stackbot.services.commands.restack` and `.port`).
 
 Restack: the PR's author or a vetter. The old base is the head of the merged parent the PR was
 built on — named by stackbot's retarget comment on the PR, or a merged parent in the dependency
@@ -28,12 +28,11 @@ from stackbot.adapters.git_replay import read_commit, short_sha, write_commit
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
-from stackbot.domain.commands import Port, Restack
 from stackbot.domain.port import PortResult, draft_port_body, draft_port_message, port_reply
 from stackbot.domain.records import PrRecord
 from stackbot.domain.restack import restack_reply
 from stackbot.domain.retarget import RETARGET_MARKER
-from stackbot.domain.tasks import PortPr, PrCommand, RestackPr, SyncPull, TaskPayload
+from stackbot.domain.tasks import PortPr, RestackPr, SyncPull
 from stackbot.domain.types import PrNumber, Sha, TreeSha
 from stackbot.services.port import PortRequest, port
 from stackbot.services.resources import ServiceContext
@@ -42,29 +41,6 @@ from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 _RETARGETED = re.compile(re.escape(RETARGET_MARKER).replace(r"\{parent\}", r"(\d+)"))
-
-
-def stack_command_request(
-    client: GitHubPort, request: PrCommand, command: Restack | Port, *, vetter: bool
-) -> tuple[str | None, TaskPayload | None]:
-    """(a refusal to reply, or the task to queue)."""
-    if not request.is_pull_request:
-        return "That command works on pull requests only; this is an issue.", None
-    if isinstance(command, Port):
-        if not vetter:
-            return (
-                f"@{request.author}, only vetters (write access, or listed as vetters in "
-                "stackbot's configuration) can ask for a port.",
-                None,
-            )
-        return None, PortPr(request.repo, request.number, command.branch, request.author)
-    pr = client.get_pull(request.repo, request.number)
-    is_author = pr.author.lower() == request.author.lower()
-    if not (is_author or vetter):
-        return f"@{request.author}, only the author or a vetter can ask for a restack.", None
-    if command.push and not is_author:
-        return "Only the pull request's author can allow a push to its branch (`--push`).", None
-    return None, RestackPr(request.repo, request.number, request.author, command.push)
 
 
 def _mirror(ctx: ServiceContext, client: GitHubPort, repo: str) -> GitMirror:

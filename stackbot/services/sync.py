@@ -24,10 +24,10 @@ from stackbot.db import github_store as store
 from stackbot.db import overrides_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import PullRequest
-from stackbot.domain.commands import is_trusted_author
 from stackbot.domain.records import PrRecord
 from stackbot.domain.series import SeriesGraph, build_series_graph
 from stackbot.domain.tasks import Integrate, Reconcile, Report, SyncPull
+from stackbot.domain.vetting import is_trusted_author
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
 

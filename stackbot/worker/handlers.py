@@ -15,6 +15,7 @@ from stackbot.domain.tasks import PAYLOADS
 from stackbot.services import (
     base_guard,
     base_moved,
+    commands,
     deliveries,
     integrate,
     maintenance,
@@ -26,7 +27,6 @@ from stackbot.services import (
     series_conflicts,
     stack_commands,
     sync,
-    vetting,
 )
 from stackbot.taskqueue import TaskRegistry, queue
 
@@ -37,7 +37,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
     for module in (
         deliveries,
         sync,
-        vetting,
+        commands,
         reconcile,
         reporting,
         integrate,

@@ -26,7 +26,7 @@ from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import Approval, Task
 from stackbot.domain.report import MARKER
-from stackbot.services import deliveries, reconcile, reporting, sync, vetting
+from stackbot.services import commands, deliveries, reconcile, reporting, sync
 from stackbot.taskqueue import TaskRegistry, queue
 from stackbot.web.app import create_app
 from stackbot.worker.runner import Worker
@@ -141,7 +141,7 @@ class Pipeline:
 
 def make_pipeline(standin: StandinWorld, settings: Settings, engine: Engine) -> Iterator[Pipeline]:
     registry = TaskRegistry()
-    for module in (deliveries, sync, vetting, reconcile, reporting):
+    for module in (deliveries, sync, commands, reconcile, reporting):
         module.register_tasks(registry)
     with BackgroundServer().serving(create_app(settings, engine=engine)) as app:
         standin.control.configure_webhook(

@@ -11,13 +11,13 @@ from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import Settings
 from stackbot.services import (
     base_guard,
+    commands,
     deliveries,
     reconcile,
     reporting,
     retarget,
     stack_commands,
     sync,
-    vetting,
 )
 from stackbot.taskqueue import TaskRegistry
 from stackbot.web.app import create_app
@@ -34,7 +34,7 @@ def stack_pipeline(
     modules = (
         deliveries,
         sync,
-        vetting,
+        commands,
         reconcile,
         reporting,
         retarget,

@@ -9,15 +9,13 @@ from hypothesis import strategies as st
 from gpu_jobs.testsets import own_test_set_pr
 from stackbot.domain.commands import (
     OkToTest,
-    Reason,
     Retest,
     Status,
     Unknown,
-    decide_ok_to_test,
-    is_trusted_author,
     parse_command,
     retest_reply,
 )
+from stackbot.domain.vetting import Reason, decide_ok_to_test, is_trusted_author
 
 HEAD = "be10fd5c0ffee0000000000000000000000000aa"
 OLD_HEAD = "1dd9473aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
