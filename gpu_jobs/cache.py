@@ -23,11 +23,13 @@ import fcntl
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+from gpu_jobs.filelock import file_lock
 
 READY = ".gpu_jobs_ready"
 HALF_MADE_GRACE_S = 3600.0  # an entry without its marker younger than this may be being made
@@ -52,27 +54,11 @@ def disk_usage(path: Path) -> int:
     return total
 
 
-@contextmanager
-def _flock(path: Path, mode: int) -> Iterator[bool]:
-    """Yields whether the lock was taken (always True without ``LOCK_NB``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, mode)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def hold_tree(cache_dir: Path, sha: str) -> None:
     """Mark ``trees/SHA`` in use by this process until it exits (and note the use's time).
     Blocks while the pruner is removing that tree."""
     trees = cache_dir / "trees"
-    with _flock(cache_dir / "prune.lock", fcntl.LOCK_SH):
+    with file_lock(cache_dir / "prune.lock", shared=True):
         use = trees / f"{sha}.use"
         trees.mkdir(parents=True, exist_ok=True)
         handle = use.open("a")
@@ -194,9 +180,7 @@ def prune(
 def _in_use(cache_dir: Path, entry: CacheEntry) -> bool:
     if entry.kind == "repo":
         return bool(_worktrees_of(entry.path))
-    with _flock(
-        entry.path.parent / f"{entry.path.name}.use", fcntl.LOCK_EX | fcntl.LOCK_NB
-    ) as free:
+    with file_lock(entry.path.parent / f"{entry.path.name}.use", wait_s=0) as free:
         return not free
 
 
@@ -204,8 +188,8 @@ def _remove(cache_dir: Path, entry: CacheEntry) -> bool:
     if entry.kind == "tree":
         use = entry.path.parent / f"{entry.path.name}.use"
         with (
-            _flock(cache_dir / "prune.lock", fcntl.LOCK_EX),
-            _flock(use, fcntl.LOCK_EX | fcntl.LOCK_NB) as free,
+            file_lock(cache_dir / "prune.lock"),
+            file_lock(use, wait_s=0) as free,
         ):
             if not free:
                 return False
@@ -213,7 +197,7 @@ def _remove(cache_dir: Path, entry: CacheEntry) -> bool:
             use.unlink(missing_ok=True)
         return True
     lock = entry.path.parent / f"{entry.path.name.removesuffix('.git')}.lock"
-    with _flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB) as free:
+    with file_lock(lock, wait_s=0) as free:
         if not free or _worktrees_of(entry.path):
             return False
         shutil.rmtree(entry.path, ignore_errors=True)

@@ -9,20 +9,19 @@ never removes a tree a job runs in.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import gpu_jobs
 from gpu_jobs import cache
+from gpu_jobs.filelock import file_lock
 from gpu_jobs.spec import JobSpec
 
 GIT_TIMEOUT_S = 1800.0
@@ -127,7 +126,7 @@ def _cached_checkout_locked(
 ) -> Tree:
     key = hashlib.sha256(repo_url.encode()).hexdigest()[:16]
     mirror = cache_dir / "repos" / f"{key}.git"
-    with _locked(cache_dir / "repos" / f"{key}.lock"):
+    with file_lock(cache_dir / "repos" / f"{key}.lock"):
         if not (mirror / _READY).exists():
             _make_mirror(mirror, repo_url, say)
         sha = _resolve(mirror, commit)
@@ -212,17 +211,6 @@ def _exclude_ready_marker(tree: Path) -> None:
     if _READY not in (exclude.read_text() if exclude.exists() else ""):
         with exclude.open("a") as handle:
             handle.write(f"{_READY}\n")
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class GitFailed(Exception):

@@ -6,7 +6,6 @@ worker can resume polling a job it submitted before.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from gpu_jobs._fields import ContractError, FieldReader
+from gpu_jobs.filelock import file_lock
 from gpu_jobs.spec import JobResult, JobSpec
 
 Phase = Literal["queued", "running", "finished"]
@@ -124,13 +124,8 @@ SUBMIT_LOCK = ".submit.lock"
 def submit_lock(out_dir: Path) -> Iterator[None]:
     """Held while a job is submitted into ``out_dir`` (or adopted there): two submitters of
     one job (a re-claimed task and the one it was taken from) never both start it."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with (out_dir / SUBMIT_LOCK).open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with file_lock(out_dir / SUBMIT_LOCK):
+        yield
 
 
 def prepare_out_dir(out_dir: Path) -> Path:

@@ -7,7 +7,6 @@ is free again, so a crashed worker never leaks GPUs.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_jobs.executors.base import PoolBusy
+from gpu_jobs.filelock import file_lock
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,10 @@ class GpuPool:
 
     @contextmanager
     def _locked(self) -> Iterator[dict[str, Allocation]]:
-        self.state_file.parent.mkdir(parents=True, exist_ok=True)
-        with (self.state_file.parent / "allocations.lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                held = {job: a for job, a in self._read().items() if a.alive()}
-                yield held
-                self._write(held)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with file_lock(self.state_file.parent / "allocations.lock"):
+            held = {job: a for job, a in self._read().items() if a.alive()}
+            yield held
+            self._write(held)
 
     def allocate(self, job_id: str, n_slots: int, n_ports: int) -> Allocation:
         with self._locked() as held:

@@ -19,14 +19,13 @@ After a repack, ``stackbot-pruned`` is touched: a worker's in-memory merge memo 
 
 from __future__ import annotations
 
-import fcntl
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_jobs.cache import disk_usage
+from gpu_jobs.filelock import file_lock
 from stackbot.adapters.git_process import run_git
 from stackbot.errors import RetryLater
 
@@ -60,40 +59,20 @@ class MirrorBusy(RetryLater):
 @contextmanager
 def shared_use(git_dir: Path, *, wait_s: float) -> Iterator[None]:
     """Use the mirror (fetch, merge, write refs) while no repack runs; waits up to ``wait_s``."""
-    path = git_dir / LOCK_FILE
-    git_dir.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise MirrorBusy(
-                        f"the mirror {git_dir.name} is being repacked; retrying after it",
-                        retry_after=max(wait_s, 5.0),
-                    ) from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(git_dir / LOCK_FILE, shared=True, wait_s=wait_s) as taken:
+        if not taken:
+            raise MirrorBusy(
+                f"the mirror {git_dir.name} is being repacked; retrying after it",
+                retry_after=max(wait_s, 5.0),
+            )
+        yield
 
 
 @contextmanager
 def exclusive_use(git_dir: Path) -> Iterator[bool]:
     """The mirror to ourselves, or False at once when someone uses it."""
-    with (git_dir / LOCK_FILE).open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(git_dir / LOCK_FILE, wait_s=0) as taken:
+        yield taken
 
 
 def pruned_stamp(git_dir: Path) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from stackbot.standin import (
@@ -67,6 +68,21 @@ def create_standin_app(state: StandinState) -> FastAPI:
     ):
         module.register(app, state)
     return app
+
+
+def github_routes(app: FastAPI) -> list[tuple[str, str]]:
+    """``(METHOD, path)`` of every GitHub API route ``app`` serves (FastAPI's path syntax:
+    ``{name}``, ``{name:path}``), its ``/_standin`` control and docs pages left out: what the
+    stand-in claims to answer as GitHub does, for the contract tests and the vendored copy of
+    GitHub's description to cover."""
+    found = {
+        (method, route.path)
+        for route in app.routes
+        if isinstance(route, APIRoute) and not route.path.startswith(UNGATED_PREFIXES)
+        for method in route.methods or ()
+        if method != "HEAD"
+    }
+    return sorted(found)
 
 
 async def _answer(

@@ -4,29 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request, Response
-from sqlmodel import Session
+from fastapi import APIRouter, Request, Response
 
-from stackbot.config import MaintenanceSettings
-from stackbot.web import page_cache, readmodel
+from stackbot.web import page_cache, pages, readmodel
 from stackbot.web.params import PullNumber, RowId
 from stackbot.web.readmodel.tasks import last_data_change
 
 router = APIRouter(prefix="/api", tags=["api"])
 
 
-def _session(request: Request) -> Session:
-    return Session(request.app.state.engine)
-
-
-def _maintenance_settings(request: Request) -> MaintenanceSettings:
-    settings = getattr(request.app.state, "settings", None)
-    return settings.maintenance if settings is not None else MaintenanceSettings()
-
-
 @router.get("/series", summary="Every series with its status")
 def api_series(request: Request) -> list[dict[str, Any]]:
-    with _session(request) as session:
+    with pages.session(request) as session:
         return [row.to_json() for row in readmodel.list_series(session)]
 
 
@@ -37,20 +26,11 @@ def api_series(request: Request) -> list[dict[str, Any]]:
     responses=page_cache.JSON_OBJECT,
 )
 def api_series_detail(request: Request, slug: str) -> Response:
-    key = readmodel.key_from_slug(slug)
-
-    def build() -> bytes | None:
-        with _session(request) as session:
-            page = readmodel.series_page(
-                session, key, settings=getattr(request.app.state, "settings", None)
-            )
-        return None if page is None else page_cache.json_bytes(page.to_json())
-
-    return page_cache.send(
+    return pages.send_series(
         request,
-        ("api/series", key),
-        build,
-        missing=f"no series {key!r}",
+        slug,
+        lambda page: page_cache.json_bytes(page.to_json()),
+        kind="api/series",
         media_type="application/json",
     )
 
@@ -64,15 +44,7 @@ def api_series_gpu(request: Request, slug: str) -> dict[str, Any]:
     saved (``saved_by_policy``: the stacks series-first left to the series tree, at the mean
     measured duration of each configuration). A fixed number of aggregate queries, whatever
     the number of PRs or jobs."""
-    with _session(request) as session:
-        page = readmodel.series_gpu_page(
-            session,
-            readmodel.key_from_slug(slug),
-            settings=getattr(request.app.state, "settings", None),
-        )
-    if page is None:
-        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
-    return page.to_json()
+    return pages.series_gpu(request, slug).to_json()
 
 
 @router.get("/series/{slug}/flaky", summary="The tests one series found flaky, across runs")
@@ -80,11 +52,7 @@ def api_series_flaky(request: Request, slug: str) -> dict[str, Any]:
     """Each test that failed on a run's tree and passed on the rerun of the same tree, with
     how many times, and for each time the failing job and the passing rerun (the jobs that
     ran) and the runs that reported it. Three queries, whatever the number of runs."""
-    with _session(request) as session:
-        page = readmodel.series_flaky_page(session, readmodel.key_from_slug(slug))
-    if page is None:
-        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
-    return page.to_json()
+    return pages.series_flaky(request, slug).to_json()
 
 
 @router.get(
@@ -94,18 +62,11 @@ def api_series_flaky(request: Request, slug: str) -> dict[str, Any]:
     responses=page_cache.JSON_OBJECT,
 )
 def api_pull(request: Request, number: PullNumber) -> Response:
-    def build() -> bytes | None:
-        with _session(request) as session:
-            detail = readmodel.pull_detail(
-                session, number, settings=getattr(request.app.state, "settings", None)
-            )
-        return None if detail is None else page_cache.json_bytes(_pull_json(detail))
-
-    return page_cache.send(
+    return pages.send_pull(
         request,
-        ("api/pulls", number),
-        build,
-        missing=f"no pull request #{number}",
+        number,
+        lambda detail: page_cache.json_bytes(_pull_json(detail)),
+        kind="api/pulls",
         media_type="application/json",
     )
 
@@ -129,11 +90,9 @@ def _pull_json(detail: dict[str, Any]) -> dict[str, Any]:
 
 @router.get("/runs/{run_id}", summary="One integration run with its steps and jobs")
 def api_run(request: Request, run_id: RowId) -> dict[str, Any]:
-    with _session(request) as session:
+    with pages.session(request) as session:
         found = readmodel.run_detail(session, run_id)
-    if found is None:
-        raise HTTPException(404, f"no integration run {run_id}")
-    summary, steps, tests = found
+    summary, steps, tests = pages.or_404(found, f"no integration run {run_id}")
     return {
         **summary.to_json(),
         "steps": [step.to_json() for step in steps],
@@ -143,23 +102,19 @@ def api_run(request: Request, run_id: RowId) -> dict[str, Any]:
 
 @router.get("/jobs", summary="Queued, running and finished jobs")
 def api_jobs(request: Request) -> dict[str, list[dict[str, Any]]]:
-    with _session(request) as session:
+    with pages.session(request) as session:
         groups = readmodel.list_jobs(session)
     return {name: [job.to_json() for job in jobs] for name, jobs in groups.items()}
 
 
 @router.get("/jobs/{job_id}", summary="One job with its per-test results and log")
 def api_job(request: Request, job_id: RowId) -> dict[str, Any]:
-    with _session(request) as session:
-        detail = readmodel.job_detail(session, job_id)
-    if detail is None:
-        raise HTTPException(404, f"no job {job_id}")
-    return detail.to_json()
+    return pages.job(request, job_id).to_json()
 
 
 @router.get("/tasks", summary="Task queue counts and dead letters")
 def api_tasks(request: Request) -> dict[str, Any]:
-    with _session(request) as session:
+    with pages.session(request) as session:
         counts = readmodel.task_counts(session)
     return {"by_status": counts.by_status, "dead": list(counts.dead)}
 
@@ -169,15 +124,15 @@ def api_tasks(request: Request) -> dict[str, Any]:
     summary="Disk use per area as the last maintenance round measured it, and recent rounds",
 )
 def api_maintenance(request: Request) -> dict[str, Any]:
-    with _session(request) as session:
-        view = readmodel.maintenance_view(session, _maintenance_settings(request))
+    with pages.session(request) as session:
+        view = readmodel.maintenance_view(session, pages.maintenance_settings(request))
     return view.to_json()
 
 
 @router.get("/changes", summary="A token that changes whenever the dashboard's data changes")
 def api_changes(request: Request) -> dict[str, str | None]:
     """``token`` changes with anything shown; ``changed_at`` is when data last changed."""
-    with _session(request) as session:
+    with pages.session(request) as session:
         return {
             "token": readmodel.change_token(session),
             "changed_at": last_data_change(session),

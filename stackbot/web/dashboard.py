@@ -11,16 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
-from sqlmodel import Session
 
-from stackbot.config import MaintenanceSettings
 from stackbot.db import integration_store
 from stackbot.domain.graph_layout import GraphEdge, dependency_depths, edge_words
-from stackbot.web import page_cache, readmodel
+from stackbot.web import pages, readmodel
 from stackbot.web.joblogs import tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
 from stackbot.web.readmodel.closed_children import closed_child_rows
@@ -60,18 +58,9 @@ TEMPLATES.env.filters["hours"] = lambda value: f"{float(value):,.2f}"
 router = APIRouter(include_in_schema=False)
 
 
-def _session(request: Request) -> Session:
-    return Session(request.app.state.engine)
-
-
-def _maintenance_settings(request: Request) -> MaintenanceSettings:
-    settings = getattr(request.app.state, "settings", None)
-    return settings.maintenance if settings is not None else MaintenanceSettings()
-
-
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request) -> HTMLResponse:
-    with _session(request) as session:
+    with pages.session(request) as session:
         context = {
             "series": readmodel.list_series(session),
             "tasks": readmodel.task_counts(session),
@@ -82,44 +71,24 @@ def index(request: Request) -> HTMLResponse:
 
 @router.get("/series/{slug}", response_class=HTMLResponse)
 def series(request: Request, slug: str) -> Response:
-    key = readmodel.key_from_slug(slug)
-
-    def build() -> bytes | None:
-        with _session(request) as session:
-            page = readmodel.series_page(
-                session, key, settings=getattr(request.app.state, "settings", None)
-            )
-        if page is None:
-            return None
+    def render(page: readmodel.SeriesPage) -> bytes:
         context = {"page": page, "stack": _stack_list(page)}
         return bytes(TEMPLATES.TemplateResponse(request, "series.html", context).body)
 
-    return page_cache.send(
-        request, ("series", key), build, missing=f"no series {key!r}", media_type="text/html"
-    )
+    return pages.send_series(request, slug, render, kind="series", media_type="text/html")
 
 
 @router.get("/series/{slug}/gpu", response_class=HTMLResponse)
 def series_gpu(request: Request, slug: str) -> HTMLResponse:
     """GPU-hours of the series per push and per PR, and what reuse and the policy saved."""
-    with _session(request) as session:
-        page = readmodel.series_gpu_page(
-            session,
-            readmodel.key_from_slug(slug),
-            settings=getattr(request.app.state, "settings", None),
-        )
-    if page is None:
-        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    page = pages.series_gpu(request, slug)
     return TEMPLATES.TemplateResponse(request, "series_gpu.html", {"page": page})
 
 
 @router.get("/series/{slug}/flaky", response_class=HTMLResponse)
 def series_flaky(request: Request, slug: str) -> HTMLResponse:
     """The tests the series found flaky, per test across runs, with both jobs of each time."""
-    with _session(request) as session:
-        page = readmodel.series_flaky_page(session, readmodel.key_from_slug(slug))
-    if page is None:
-        raise HTTPException(404, f"no series {readmodel.key_from_slug(slug)!r}")
+    page = pages.series_flaky(request, slug)
     return TEMPLATES.TemplateResponse(request, "series_flaky.html", {"page": page})
 
 
@@ -182,33 +151,19 @@ def _edge_title(page: readmodel.SeriesPage, child: int, parent: int, sources: li
 
 @router.get("/pulls/{number}", response_class=HTMLResponse)
 def pull(request: Request, number: PullNumber) -> Response:
-    def build() -> bytes | None:
-        with _session(request) as session:
-            detail = readmodel.pull_detail(
-                session, number, settings=getattr(request.app.state, "settings", None)
-            )
-        if detail is None:
-            return None
+    def render(detail: dict[str, Any]) -> bytes:
         return bytes(TEMPLATES.TemplateResponse(request, "pull.html", {"d": detail}).body)
 
-    return page_cache.send(
-        request,
-        ("pulls", number),
-        build,
-        missing=f"no pull request #{number}",
-        media_type="text/html",
-    )
+    return pages.send_pull(request, number, render, kind="pulls", media_type="text/html")
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run(request: Request, run_id: RowId) -> HTMLResponse:
-    with _session(request) as session:
+    with pages.session(request) as session:
         found = readmodel.run_detail(session, run_id)
         stored = integration_store.get_run(session, run_id=run_id)
         findings = readmodel.run_findings(session, stored) if stored else []
-    if found is None:
-        raise HTTPException(404, f"no integration run {run_id}")
-    summary, steps, tests = found
+    summary, steps, tests = pages.or_404(found, f"no integration run {run_id}")
     return TEMPLATES.TemplateResponse(
         request,
         "run.html",
@@ -223,7 +178,7 @@ def jobs(
     test_set: Annotated[str | None, Query(max_length=100)] = None,
 ) -> HTMLResponse:
     test_set = test_set or None
-    with _session(request) as session:
+    with pages.session(request) as session:
         groups = readmodel.list_jobs(session, pr=pr, test_set=test_set)
         shown = [job for group in ("running", "queued", "finished") for job in groups[group]]
         tested = tested_by(session, shown)
@@ -244,10 +199,7 @@ def jobs(
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
 def job(request: Request, job_id: RowId) -> HTMLResponse:
-    with _session(request) as session:
-        detail = readmodel.job_detail(session, job_id)
-    if detail is None:
-        raise HTTPException(404, f"no job {job_id}")
+    detail = pages.job(request, job_id)
     return TEMPLATES.TemplateResponse(
         request,
         "job.html",
@@ -264,15 +216,15 @@ def job(request: Request, job_id: RowId) -> HTMLResponse:
 
 @router.get("/tasks", response_class=HTMLResponse)
 def tasks(request: Request) -> HTMLResponse:
-    with _session(request) as session:
+    with pages.session(request) as session:
         counts = readmodel.task_counts(session)
     return TEMPLATES.TemplateResponse(request, "tasks.html", {"tasks": counts})
 
 
 @router.get("/maintenance", response_class=HTMLResponse)
 def maintenance(request: Request) -> HTMLResponse:
-    with _session(request) as session:
-        view = readmodel.maintenance_view(session, _maintenance_settings(request))
+    with pages.session(request) as session:
+        view = readmodel.maintenance_view(session, pages.maintenance_settings(request))
     return TEMPLATES.TemplateResponse(request, "maintenance.html", {"m": view})
 
 

@@ -1,9 +1,9 @@
 """The stand-in serves every operation stackbot uses, answering as GitHub's OpenAPI says.
 
-Each operation of ``needed-operations.json`` (plus the native-stack operations and
-``repos/get``, which the adapter also uses) has a scenario below; a test checks the scenarios
-cover the list exactly, and each scenario's answer is validated against the operation's
-documented response schema for its status. Error answers are validated too.
+Each operation the stand-in serves (read from its own route table; it serves every operation of
+``needed-operations.json`` and the few more stackbot or the demo uses) has a scenario below; a
+test checks the scenarios cover those exactly, and each scenario's answer is validated against
+the operation's documented response schema for its status. Error answers are validated too.
 """
 
 from __future__ import annotations
@@ -16,16 +16,6 @@ import pytest
 from tests.github_standin.scene import Scene, body_of, build_scene
 from tests.support import github_contract
 from tests.support.standin import StandinWorld
-
-# Operations outside needed-operations.json that stackbot (or the demo) uses.
-EXTRA_OPERATIONS = {
-    "pull-request-stacks/list",
-    "pull-request-stacks/get",
-    "pull-request-stacks/create",
-    "repos/get",
-    "pulls/update",  # retargeting a child PR (issue 15)
-    "pulls/create",  # the draft pull request of a conflicting port (issue 15)
-}
 
 Call = Callable[[Scene], httpx.Response]
 
@@ -142,6 +132,7 @@ SCENARIOS: dict[str, tuple[int, Call]] = {
     "repos/check-collaborator": (204, lambda s: s.user.get(f"{s.repo_path}/collaborators/bob")),
     "orgs/get-membership-for-user": (200, lambda s: s.bot.get("/orgs/NVIDIA/memberships/alice")),
     "orgs/check-membership-for-user": (204, lambda s: s.bot.get("/orgs/NVIDIA/members/alice")),
+    "orgs/check-public-membership-for-user": (204, lambda s: _public_member(s)),
     "repos/get-commit": (200, lambda s: s.user.get(f"{s.repo_path}/commits/{s.bottom_sha}")),
     "git/get-commit": (200, lambda s: s.user.get(f"{s.repo_path}/git/commits/{s.bottom_sha}")),
     "repos/compare-commits": (
@@ -176,6 +167,11 @@ SCENARIOS: dict[str, tuple[int, Call]] = {
     "pull-request-stacks/create": (201, lambda s: _stack_two_more(s)),
     "repos/get": (200, lambda s: s.user.get(s.repo_path)),
 }
+
+
+def _public_member(s: Scene) -> httpx.Response:
+    s.world.control.add_org_member("NVIDIA", "dave", public=True)
+    return s.user.get("/orgs/NVIDIA/public_members/dave")
 
 
 def _delete_new_comment(s: Scene) -> httpx.Response:
@@ -257,6 +253,9 @@ ERROR_SCENARIOS: dict[str, list[tuple[int, Call]]] = {
         (404, lambda s: s.bot.get("/orgs/NVIDIA/members/carol")),
         (302, lambda s: s.user.get("/orgs/NVIDIA/members/alice")),  # bob is no member
     ],
+    "orgs/check-public-membership-for-user": [
+        (404, lambda s: s.user.get("/orgs/NVIDIA/public_members/carol")),
+    ],
     "repos/get-commit": [(422, lambda s: s.user.get(f"{s.repo_path}/commits/no-such-ref"))],
     "git/get-commit": [(404, lambda s: s.user.get(f"{s.repo_path}/git/commits/{'0' * 40}"))],
     "repos/compare-commits": [(404, lambda s: s.user.get(f"{s.repo_path}/compare/main...nope"))],
@@ -308,10 +307,13 @@ def scene(shared_standin: StandinWorld) -> Iterator[Scene]:
         built.close()
 
 
-def test_scenarios_cover_every_needed_operation() -> None:
+def test_scenarios_cover_every_operation_the_standin_serves() -> None:
+    served = github_contract.served_operations()
     needed = {op.operation_id for op in github_contract.needed_operations()}
-    assert needed - set(SCENARIOS) == set(), "operations the stand-in is not tested to serve"
-    assert set(SCENARIOS) - needed == EXTRA_OPERATIONS
+    assert needed - served == set(), "operations stackbot uses that the stand-in does not serve"
+    assert served - set(SCENARIOS) == set(), "operations the stand-in is not tested to serve"
+    assert set(SCENARIOS) - served == set(), "scenarios for operations the stand-in lacks"
+    assert set(ERROR_SCENARIOS) - served == set()
 
 
 def test_needed_operations_match_the_openapi_description() -> None:

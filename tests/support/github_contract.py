@@ -1,14 +1,20 @@
-"""GitHub's own contract, checked: webhook payload schemas and the REST API description.
+"""GitHub's own contract, checked: webhook payload schemas, the REST API description and the
+GraphQL schema.
 
 The files live in ``../shared/github`` (next to the checkout, or ``shared/github`` inside it;
 ``STACKBOT_TEST_GITHUB_DIR`` overrides); a checkout without them (a CI clone elsewhere) uses the
-copy in ``tests/data/github`` (see :mod:`tests.support.vendor_github`). Anything that sends deliveries or answers REST calls
-in place of GitHub (the stand-in) is checked against them, and so can the webhook intake:
+copy in ``tests/data/github`` (see :mod:`tests.support.vendor_github`). Anything that sends
+deliveries or answers REST calls in place of GitHub (the stand-in) is checked against them, and
+so can the webhook intake:
 
 - :func:`validate_delivery` checks a payload against ``webhook-schemas/<event>/<action>``;
 - :func:`validate_response` checks a body against the OpenAPI ``responses`` schema of one
   operation and status;
-- :func:`needed_operations` lists the operations stackbot uses.
+- :func:`validate_webhook` checks a payload against the description's ``x-webhooks`` schema
+  (``merge_group``, ``pull_request_review``);
+- :func:`validate_graphql` checks a query or mutation against the GraphQL schema;
+- :func:`needed_operations` lists the operations stackbot uses, :func:`served_operations` those
+  the stand-in serves (from its route table).
 
 OpenAPI 3.0's ``nullable: true`` admits null even where the schema also has an ``enum`` without
 null (GitHub answers ``"conclusion": null`` for a running check run); the validator reads it so.
@@ -20,12 +26,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+from graphql import GraphQLSchema, build_schema, parse, validate
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7
@@ -145,6 +155,54 @@ def operation(operation_id: str) -> Operation:
     return _operations_by_id()[octokit_id]
 
 
+def path_shape(path: str) -> str:
+    """A path with its parameters' names left out: ``/repos/{}/{}/pulls/{}`` for both GitHub's
+    ``{owner}/{repo}/pulls/{pull_number}`` and the stand-in's ``{owner}/{name}/pulls/{number}``."""
+    return re.sub(r"\{[^}]*\}", "{}", path)
+
+
+def operation_ids_at(
+    document: dict[str, Any], routes: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], str | None]:
+    """The operationId (Octokit's names) ``document`` gives each ``(METHOD, path)`` route;
+    None where it describes no such operation."""
+    by_shape = {
+        (method.upper(), path_shape(path)): spec["operationId"]
+        for path, item in document["paths"].items()
+        for method, spec in item.items()
+        if isinstance(spec, dict) and "operationId" in spec
+    }
+    return {(m, p): by_shape.get((m, path_shape(p))) for m, p in routes}
+
+
+@cache
+def standin_routes() -> tuple[tuple[str, str], ...]:
+    """The GitHub API routes the stand-in serves, read from its own route table."""
+    from stackbot.standin.app import create_standin_app, github_routes
+    from stackbot.standin.state import StandinState
+
+    with tempfile.TemporaryDirectory() as root:
+        return tuple(github_routes(create_standin_app(StandinState(Path(root)))))
+
+
+def served_operations() -> set[str]:
+    """Every operation the stand-in serves, named as the tests name it (needed-operations.json's
+    upstream name where it has one); ContractViolation when the description in use lacks one."""
+    found = operation_ids_at(_openapi(), standin_routes())
+    missing = sorted(f"{m} {p}" for (m, p), op in found.items() if op is None)
+    if missing:
+        raise ContractViolation(
+            f"the description in {github_dir()} has no operation for the stand-in's "
+            + ", ".join(missing)
+            + ": run python -m tests.support.vendor_github"
+        )
+    upstream = {
+        e.get("octokit_operationId", e["operationId"]): e["operationId"]
+        for e in _needed()["operations"]
+    }
+    return {upstream.get(op, op) for op in found.values() if op is not None}
+
+
 def needed_operations() -> list[Operation]:
     """Every operation stackbot uses (needed-operations.json), with its OpenAPI description."""
     return [operation(entry["operationId"]) for entry in _needed()["operations"]]
@@ -205,6 +263,35 @@ def validate_component(name: str, body: Any) -> None:
     rooted = {"$ref": f"#/components/schemas/{name}", "components": _openapi()["components"]}
     validator = _GitHubValidator(rooted, format_checker=oas30_format_checker)
     _raise_first(validator.iter_errors(body), f"schema {name}")
+
+
+def validate_webhook(name: str, payload: Any) -> None:
+    """Check a delivery's body against the REST description's ``x-webhooks`` schema ``name``
+    (``merge-group-checks-requested``, ``pull-request-review-submitted``: events with no file
+    under ``webhook-schemas/``)."""
+    hooks = _openapi().get("x-webhooks", {})
+    if name not in hooks:
+        raise ContractViolation(f"no webhook {name!r} in the REST description")
+    schema = hooks[name]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    rooted = {**schema, "components": _openapi()["components"]}
+    validator = _GitHubValidator(rooted, format_checker=oas30_format_checker)
+    _raise_first(validator.iter_errors(payload), f"webhook {name}")
+
+
+@cache
+def graphql_schema() -> GraphQLSchema:
+    """GitHub's GraphQL schema (the vendored copy holds its merge queue part)."""
+    # GitHub's own schema defines a few fields twice (EnterpriseOwnerInfo), which graphql-core
+    # refuses unless told the schema is GitHub's business.
+    text = (github_dir() / "graphql" / "schema.graphql").read_text()
+    return build_schema(text, assume_valid=True, assume_valid_sdl=True)
+
+
+def validate_graphql(document: str) -> None:
+    """Check a GraphQL query or mutation against GitHub's schema."""
+    errors = validate(graphql_schema(), parse(document))
+    if errors:
+        raise ContractViolation(f"GraphQL: {errors[0].message}")
 
 
 def _raise_first(errors: Any, what: str) -> None:
