@@ -23,6 +23,7 @@ from stackbot.db.engine import session_scope
 from stackbot.db.models import PullRequest
 from stackbot.domain.records import PrRecord
 from stackbot.domain.tasks import FollowUp, Reconcile, SyncPull, TaskKind
+from stackbot.domain.types import PrNumber, RepoName
 from stackbot.worker import queue
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Drift:
-    number: int
+    number: PrNumber
     why: str  # "new", "head abc1234 → def5678", "closed on GitHub", ...
 
 
@@ -41,7 +42,7 @@ def find_drift(stored: list[PullRequest], open_on_github: list[PrRecord]) -> lis
     listed = {pr.number for pr in open_on_github}
     drift = [d for pr in open_on_github if (d := _compare(rows.get(pr.number), pr)) is not None]
     drift += [
-        Drift(row.number, "stored as open, no longer open on GitHub")
+        Drift(PrNumber(row.number), "stored as open, no longer open on GitHub")
         for row in stored
         if row.state == "open" and row.number not in listed
     ]
@@ -63,7 +64,7 @@ def _compare(row: PullRequest | None, pr: PrRecord) -> Drift | None:
     return None
 
 
-def reconcile_repo(engine: Engine, client: GitHubPort, *, repo: str) -> list[Drift]:
+def reconcile_repo(engine: Engine, client: GitHubPort, *, repo: RepoName) -> list[Drift]:
     open_prs: list[PrRecord] = list(client.list_open_pulls(repo))
     with session_scope(engine) as session:
         repository = store.get_repository(session, full_name=repo)
@@ -76,7 +77,7 @@ def reconcile_repo(engine: Engine, client: GitHubPort, *, repo: str) -> list[Dri
     return drift
 
 
-def schedule_reconcile(session: Session, *, repo: str | None, delay_s: float = 0.0) -> None:
+def schedule_reconcile(session: Session, *, repo: RepoName | None, delay_s: float = 0.0) -> None:
     """Queue a reconcile of ``repo`` (every tracked repository when None) after ``delay_s``."""
     run_after = queue.utcnow() + timedelta(seconds=delay_s)
     task = FollowUp.of(Reconcile(repo))
@@ -98,7 +99,7 @@ def seed_reconcile(engine: Engine) -> None:
             ensure_reconcile_scheduled(session, delay_s=0.0)
 
 
-def _scheduler(repo: str | None, delay_s: float) -> Callable[[Session], None]:
+def _scheduler(repo: RepoName | None, delay_s: float) -> Callable[[Session], None]:
     return lambda session: schedule_reconcile(session, repo=repo, delay_s=delay_s)
 
 
@@ -107,7 +108,7 @@ def handle_reconcile(ctx: TaskContext, task: Reconcile) -> None:
     interval = ctx.settings.worker.reconcile_interval_s
     if repo is None:
         with session_scope(ctx.engine) as session:
-            repos = [r.full_name for r in store.tracked_repositories(session)]
+            repos = [RepoName(r.full_name) for r in store.tracked_repositories(session)]
         log.info("reconcile: %d tracked repositories", len(repos))
         for name in repos:
             ctx.on_completion(_scheduler(name, 0.0))

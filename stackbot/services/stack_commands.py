@@ -34,7 +34,7 @@ from stackbot.domain.records import PrRecord
 from stackbot.domain.restack import restack_reply
 from stackbot.domain.retarget import RETARGET_MARKER
 from stackbot.domain.tasks import PortPr, PrCommand, RestackPr, SyncPull, TaskPayload
-from stackbot.domain.types import PrNumber, Sha, TreeSha
+from stackbot.domain.types import PrNumber, RepoName, Sha, TreeSha
 from stackbot.services.port import PortRequest, port
 from stackbot.services.restack import COMMITTER, RestackRequest, restack
 from stackbot.worker.registry import TaskContext, TaskRegistry
@@ -66,7 +66,7 @@ def stack_command_request(
     return None, RestackPr(request.repo, request.number, request.author, command.push)
 
 
-def _mirror(ctx: TaskContext, client: GitHubPort, repo: str) -> GitMirror:
+def _mirror(ctx: TaskContext, client: GitHubPort, repo: RepoName) -> GitMirror:
     with session_scope(ctx.engine) as session:
         repository = store.get_repository(session, full_name=repo)
         clone_url = repository.clone_url if repository is not None else None
@@ -78,19 +78,21 @@ def _mirror(ctx: TaskContext, client: GitHubPort, repo: str) -> GitMirror:
     )
 
 
-def _parents(ctx: TaskContext, client: GitHubPort, repo: str, number: int) -> list[int]:
+def _parents(
+    ctx: TaskContext, client: GitHubPort, repo: RepoName, number: PrNumber
+) -> list[PrNumber]:
     """Merged-parent candidates: from stackbot's retarget comments, then the graph's edges."""
-    found: list[int] = []
+    found: list[PrNumber] = []
     for comment in client.list_issue_comments(repo, number):
         match = _RETARGETED.match(comment.body)
         if match:
-            found.append(int(match.group(1)))
+            found.append(PrNumber(int(match.group(1))))
     with session_scope(ctx.engine) as session:
         repository = store.get_repository(session, full_name=repo)
         if repository is not None and repository.id is not None:
             for edge in store.list_edges(session, repo_id=repository.id):
                 if edge.child == number and edge.parent not in found:
-                    found.append(edge.parent)
+                    found.append(PrNumber(edge.parent))
     return found
 
 

@@ -56,6 +56,7 @@ from stackbot.domain.commands import (
 from stackbot.domain.report import render_status_reply
 from stackbot.domain.stack_lists import declares_dependency
 from stackbot.domain.tasks import Integrate, PrCommand, Report, SyncPull
+from stackbot.domain.types import RepoName
 from stackbot.services import retest as retest_service
 from stackbot.services.report_views import build_report_view
 from stackbot.services.stack_commands import stack_command_request
@@ -73,7 +74,7 @@ class CommandOutcome:
     vetter: bool | None = None  # whether the commenter is a vetter, where already known
 
 
-def is_vetter(client: GitHubPort, settings: Settings, repo: str, login: str) -> bool:
+def is_vetter(client: GitHubPort, settings: Settings, repo: RepoName, login: str) -> bool:
     """Configured vetters first (no request), then the repository permission, then orgs."""
     vetting = settings.vetting
     if login.lower() in {name.lower() for name in vetting.vetters}:
