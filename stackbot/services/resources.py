@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 
 class WorkerResources:
+    """What a worker builds once and lends each task: the GitHub client, caches, executor."""
+
     def __init__(
         self, settings: Settings, *, github: Callable[[], GitHubPort] | None = None
     ) -> None:
