@@ -71,6 +71,10 @@ class Payload:
         stored = {name: getattr(self, name) for name, _, _ in _schema(type(self))}
         return {name: list(v) if isinstance(v, tuple) else v for name, v in stored.items()}
 
+    def dedupe_key(self) -> str | None:
+        """The key that collapses pending repeats (None: every task is its own); each kind's."""
+        raise NotImplementedError
+
 
 _SCHEMAS: dict[type[Payload], tuple[tuple[str, Any, Any], ...]] = {}
 
