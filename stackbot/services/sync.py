@@ -47,9 +47,8 @@ class SyncOutcome:
     auto_approved: bool
     head_sha: str
     is_open: bool
-    related: tuple[
-        PrNumber, ...
-    ] = ()  # the PR and the live PRs of its series: whose reports show it
+    # The PR and the live PRs of its series: whose reports show it.
+    related: tuple[PrNumber, ...] = ()
 
 
 def sync_pull_request(
