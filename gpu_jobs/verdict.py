@@ -78,7 +78,10 @@ class RankFate:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class JobVerdict:
+    """What the rules conclude about a job: its status, the message saying why, whose fault an
+    error is (``error_of``) and the output lines naming what stopped a rank (``cause``)."""
+
     status: JobStatus
     message: str
     error_of: ErrorOf = ""
@@ -94,6 +97,7 @@ def decide(
     finished_at: str,
     total_s: float,
 ) -> JobResult:
+    """The job's result from its nodes' reports and its ranks' files under ``out_dir``."""
     present = {node: report for node, report in sorted(reports.items()) if report is not None}
     absent = sorted(node for node, report in reports.items() if report is None)
     world = range(spec.shape.world_size)
@@ -139,12 +143,12 @@ def _status(
     judged: Judged,
     fate: RankFate,
     out_dir: Path,
-) -> Verdict:
+) -> JobVerdict:
     merged = judged.merged
     for report in present.values():
         if report.abort_status is not None:
             error_of = report.abort_error_of or ("node" if report.abort_status == "infra" else "")
-            return Verdict(
+            return JobVerdict(
                 report.abort_status,  # type: ignore[arg-type]
                 report.abort_message,
                 error_of,  # type: ignore[arg-type]
@@ -152,17 +156,17 @@ def _status(
             )
     phases = [report.tests for report in present.values() if report.tests is not None]
     if any(report.interrupted for report in present.values()):
-        return Verdict(
+        return JobVerdict(
             "cancelled", "cancelled while running (the runner was sent SIGTERM or SIGINT)"
         )
     if any(phase.timed_out for phase in phases):
-        return Verdict(
+        return JobVerdict(
             "timeout",
             f"timed out after {spec.timeout_s:g}s; ranks {describe_ranks(fate.hung)} had not "
             "finished their tests",
         )
     if absent:
-        return Verdict(
+        return JobVerdict(
             "infra",
             f"node(s) {describe_ranks(absent)} wrote no report: their runner was killed or "
             "crashed, the node was lost; see the scheduler's log",
@@ -170,7 +174,7 @@ def _status(
         )
     launch_failed = [p for p in phases if p.launch_failed]
     if launch_failed:
-        return Verdict(
+        return JobVerdict(
             "infra",
             f"torchrun exited {launch_failed[0].exit_code} before any rank started; see "
             f"{launch_failed[0].log}",
@@ -188,16 +192,16 @@ def _status(
         t for t in merged.tests if t.outcome in ("failed", "error") and t.nodeid not in not_judged
     ]
     if not bad and short:
-        return Verdict("error", short, "tree")
+        return JobVerdict("error", short, "tree")
     if bad:
         message = (
             f"{len(bad)} of {merged.counts.total} tests failed or errored on ranks "
             f"{describe_ranks(merged.failed_ranks)}; first: {bad[0].nodeid}"
         )
-        return Verdict("failed", "; ".join(filter(None, (message, short))))
+        return JobVerdict("failed", "; ".join(filter(None, (message, short))))
     broken = [p for p in phases if p.exit_code not in (0, None)]
     if broken:
-        return Verdict(
+        return JobVerdict(
             "error",
             f"torchrun exited {broken[0].exit_code} although every rank reported; see {broken[0].log}",
         )
@@ -205,10 +209,12 @@ def _status(
     first = next(iter(present.values()))
     if first.missing_targets:
         notes.append(f"{len(first.missing_targets)} target(s) absent from the tree and not run")
-    return Verdict("passed", "; ".join(filter(None, notes)))
+    return JobVerdict("passed", "; ".join(filter(None, notes)))
 
 
-def _nothing_collected(spec: JobSpec, present: Mapping[int, NodeReport], out_dir: Path) -> Verdict:
+def _nothing_collected(
+    spec: JobSpec, present: Mapping[int, NodeReport], out_dir: Path
+) -> JobVerdict:
     message = "no tests were collected from the targets: " + ", ".join(spec.targets)
     if spec.markers is not None:
         message += f" with -m {spec.markers!r}"
@@ -221,10 +227,10 @@ def _nothing_collected(spec: JobSpec, present: Mapping[int, NodeReport], out_dir
             break
     if closing:
         message += f" (pytest: {closing})"
-    return Verdict("error", message, "tree", closing)
+    return JobVerdict("error", message, "tree", closing)
 
 
-def _lost_verdict(fate: RankFate, progress: PhaseWatch) -> Verdict:
+def _lost_verdict(fate: RankFate, progress: PhaseWatch) -> JobVerdict:
     parts = []
     for rank, code in sorted(fate.lost.items()):
         own = PhaseWatch(progress.progress_dir.parent, [rank]).results()
@@ -246,7 +252,7 @@ def _lost_verdict(fate: RankFate, progress: PhaseWatch) -> Verdict:
         f"the node failed, not the tests: none of the {written} test results the ranks wrote "
         "are counted"
     )
-    return Verdict("infra", "; ".join(parts), "node")
+    return JobVerdict("infra", "; ".join(parts), "node")
 
 
 def _stopped(ranks: list[int]) -> str:
@@ -263,14 +269,14 @@ def _signal_name(code: int) -> str:
         return f"exit code {code}"
 
 
-def _crash_verdict(fate: RankFate, results: int) -> Verdict:
+def _crash_verdict(fate: RankFate, results: int) -> JobVerdict:
     message = _crash_message(fate, results)
     if not fate.causes:
-        return Verdict("error", message)
+        return JobVerdict("error", message)
     first = min(fate.causes)
     cause = fate.causes[first]
     excerpt = f"rank {first}:\n{cause.excerpt}"
-    return Verdict("error", f"error of the tree under test: {message}", "tree", excerpt)
+    return JobVerdict("error", f"error of the tree under test: {message}", "tree", excerpt)
 
 
 def _crash_message(fate: RankFate, results: int) -> str:

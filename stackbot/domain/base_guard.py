@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from stackbot.domain.types import PrNumber
+
 CHECK_NAME = "stackbot/base"
 MARKER = "<!-- stackbot:base -->"
 _MIRROR = re.compile(r"^pull-request/(\d+)$")
@@ -27,10 +29,10 @@ def protected_pattern(base_ref: str, patterns: Sequence[str]) -> str | None:
     return None
 
 
-def mirrored_pr(base_ref: str) -> int | None:
+def mirrored_pr(base_ref: str) -> PrNumber | None:
     """N for ``pull-request/N`` (the CI bot's mirror of PR N)."""
     found = _MIRROR.match(base_ref)
-    return int(found.group(1)) if found else None
+    return PrNumber(int(found.group(1))) if found else None
 
 
 @dataclass(frozen=True)

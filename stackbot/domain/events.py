@@ -85,7 +85,7 @@ class PushEvent:
     repo: RepoName
     ref: str
     before: str
-    after: str
+    after: Sha
     deleted: bool
     default_branch: str | None
 
@@ -252,7 +252,7 @@ def _push(root: _Fields) -> PushEvent:
         repo=RepoName(repository.text("full_name")),
         ref=root.text("ref"),
         before=root.text("before"),
-        after=root.text("after"),
+        after=Sha(root.text("after")),
         deleted=root.flag("deleted"),
         default_branch=repository.opt_text("default_branch"),
     )

@@ -1,29 +1,26 @@
 """One construction of a series graph, step by step (:func:`stackbot.domain.series.build_series_graph`
-calls the steps in order; its module docstring specifies what each step finds)."""
+calls the steps in order; its module docstring specifies what each step finds): the steps that
+read the records for declared dependencies (supersession, native stacks, base branches, the
+author's text, merged heads) and those that order the live PRs and group them into series. What
+a declaration becomes is :class:`~stackbot.domain.series_edges.EdgeRules`'s."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from stackbot.domain import series_order
 from stackbot.domain.dependency_text import Declared, clip, dependency_declarations
 from stackbot.domain.records import CommentRecord, PrRecord
 from stackbot.domain.references import (
-    Reference,
     merged_branches,
     merged_head_refs,
     part_of_refs,
     superseded_by_declarations,
 )
+from stackbot.domain.series_edges import EdgeRules, StackIdentity, numbers_text
 from stackbot.domain.series_records import (
     EDGE_SOURCES,
-    PROBLEM_KINDS,
-    DependencyOverride,
-    EdgeSource,
-    ExternalRef,
-    GraphProblem,
-    ProblemKind,
     SeriesInfo,
     StackEdge,
     Supersession,
@@ -45,26 +42,6 @@ def index_records(prs: Sequence[PrRecord]) -> dict[PrNumber, PrRecord]:
 def edge_sort_key(edge: StackEdge) -> tuple[int, int, int]:
     return (edge.child, edge.parent, EDGE_SOURCES.index(edge.source))
 
-
-def _numbers(values: Iterable[int]) -> str:
-    return ", ".join(f"#{value}" for value in values)
-
-
-class _ProblemLog:
-    """Problems found so far; the same kind over the same PRs is reported once."""
-
-    def __init__(self) -> None:
-        self._found: dict[tuple[ProblemKind, tuple[PrNumber, ...]], str] = {}
-
-    def add(self, kind: ProblemKind, prs: Iterable[int], detail: str) -> None:
-        self._found.setdefault((kind, tuple(PrNumber(pr) for pr in prs)), detail)
-
-    def sorted(self) -> tuple[GraphProblem, ...]:
-        keys = sorted(self._found, key=lambda key: (PROBLEM_KINDS.index(key[0]), key[1]))
-        return tuple(GraphProblem(kind, prs, self._found[(kind, prs)]) for kind, prs in keys)
-
-
-StackIdentity = tuple[str, int]  # ("id", 17) or ("number", 3)
 
 # Stack tools that post the stack list as their own comment on the author's behalf: their
 # comments are read for stack lists only.
@@ -88,39 +65,9 @@ def authors_texts(pr: PrRecord) -> list[tuple[str, str]]:
     return texts
 
 
-class GraphBuild:
-    """One graph construction; build_series_graph calls its steps in order."""
-
-    def __init__(self, records: dict[PrNumber, PrRecord], repo: str | None) -> None:
-        self.records = records
-        self.repo = repo
-        self.problems = _ProblemLog()
-        self.external: set[ExternalRef] = set()
-        self.superseded: dict[PrNumber, PrNumber] = {}
-        self.final_superseder: dict[PrNumber, PrNumber] = {}
-        self.tracking: dict[PrNumber, PrNumber] = {}
-        self.edges: set[StackEdge] = set()
-        self.stack_place: dict[PrNumber, tuple[StackIdentity, int]] = {}
-        self.head_refs: dict[str, list[PrNumber]] = defaultdict(list)
-        self.open_heads: dict[str, list[PrNumber]] = defaultdict(list)
-        # (child, parent) pairs whose latest override is no-dependency: text edges skip them.
-        self.denied: set[tuple[int, int]] = set()
-        self.supersessions: list[Supersession] = []
-
-    def is_live(self, pr: PrNumber) -> bool:
-        record = self.records.get(pr)
-        return (
-            record is not None
-            and record.is_open
-            and not record.merged
-            and pr not in self.superseded
-        )
-
-    def _report_live(
-        self, child: PrNumber, kind: ProblemKind, prs: Sequence[int], detail: str
-    ) -> None:
-        if self.is_live(child):
-            self.problems.add(kind, prs, detail)
+class GraphBuild(EdgeRules):
+    """One graph construction: the steps that find the declarations, then those that order and
+    group the live PRs; build_series_graph calls them in order."""
 
     # -- supersession -----------------------------------------------------------------------
 
@@ -150,7 +97,7 @@ class GraphBuild:
             following = self.superseded[chain[-1]]
             if following in chain:
                 loop = sorted(chain[chain.index(following) :])
-                self.problems.add("conflict", loop, f"{_numbers(loop)} supersede each other")
+                self.problems.add("conflict", loop, f"{numbers_text(loop)} supersede each other")
                 return None
             chain.append(following)
         return chain[-1]
@@ -178,7 +125,7 @@ class GraphBuild:
                 self.problems.add(
                     "conflict",
                     members,
-                    f"{_numbers(members)} all claim position {position} of {name}",
+                    f"{numbers_text(members)} all claim position {position} of {name}",
                 )
             below = positions.get(position - 1, [])
             for child in members:
@@ -210,7 +157,7 @@ class GraphBuild:
                     "conflict",
                     [number, *candidates],
                     f"#{number} is based on branch {pr.base_ref!r}, the head branch of each of "
-                    f"{_numbers(candidates)}; no base_branch edge is drawn",
+                    f"{numbers_text(candidates)}; no base_branch edge is drawn",
                 )
 
     def _head_in_repo(self, pr: PrRecord) -> bool:
@@ -231,10 +178,6 @@ class GraphBuild:
                         self._declare_written(number, found, comment_origin(comment))
             self._find_tracking_issue(number, pr.body)
 
-    def note_overrides(self, overrides: Sequence[DependencyOverride]) -> None:
-        latest = {(o.child, o.parent): o.kind for o in overrides}
-        self.denied = {pair for pair, kind in latest.items() if kind == "no_dependency"}
-
     def _declare_written(self, child: PrNumber, found: Declared, origin: str) -> None:
         denied = found.ref is not None and (child, found.ref.number) in self.denied
         if denied and found.ref is not None and found.ref.is_local(self.repo):
@@ -252,7 +195,7 @@ class GraphBuild:
                 "conflict",
                 [child, *owners],
                 f"#{child} names branch {found.branch!r}, the head branch of each of "
-                f"{_numbers(owners)}; no edge is drawn",
+                f"{numbers_text(owners)}; no edge is drawn",
             )
 
     def _find_tracking_issue(self, number: PrNumber, body: str) -> None:
@@ -265,7 +208,8 @@ class GraphBuild:
                 number,
                 "conflict",
                 [number, *issues],
-                f"#{number} says it is part of {_numbers(issues)}; it joins #{issues[0]}'s series",
+                f"#{number} says it is part of {numbers_text(issues)}; "
+                f"it joins #{issues[0]}'s series",
             )
 
     def declare_merged_heads(self) -> None:
@@ -288,33 +232,6 @@ class GraphBuild:
                         what = f"merge commit {commit.sha[:7]} has parent {sha[:7]}"
                         self._declare(number, parent, "merged_head", what, origin)
 
-    def apply_overrides(self, overrides: Sequence[DependencyOverride]) -> None:
-        """Overrides beat what was read from text: ``depends-on`` adds an edge, ``no-dependency``
-        removes the text's edges. Edges GitHub's structure makes (a native stack, a base branch,
-        a merged head) hold the parent's commits and stay, with a ``conflict`` reported."""
-        latest = {(o.child, o.parent): o for o in overrides}  # a later one replaces an earlier
-        for override in latest.values():
-            if override.child not in self.records:
-                continue
-            if override.kind == "depends_on":
-                self._declare(
-                    override.child, override.parent, "override", override.text, override.origin
-                )
-                continue
-            targets = {override.parent, self.final_superseder.get(override.parent, override.parent)}
-            mine = {e for e in self.edges if e.child == override.child and e.parent in targets}
-            self.edges -= {e for e in mine if e.source in ("depends_on", "override")}
-            kept = sorted({e.source for e in mine} - {"depends_on", "override"})
-            if kept:
-                self._report_live(
-                    override.child,
-                    "conflict",
-                    [override.child, override.parent],
-                    f"#{override.child} says it does not depend on #{override.parent} "
-                    f"({override.origin}), but its {' and '.join(kept)} edge holds "
-                    f"#{override.parent}'s commits; that edge is kept",
-                )
-
     def _merged_branch_owners(self, pr: PrRecord, message: str) -> list[PrNumber]:
         """The PRs whose head branch a ``Merge branch 'x'`` message names, when unambiguous."""
         found: list[PrNumber] = []
@@ -329,84 +246,6 @@ class GraphBuild:
                     found.append(owners[0])
                     break
         return found
-
-    def _declare_ref(
-        self, child: PrNumber, ref: Reference, source: EdgeSource, text: str, origin: str
-    ) -> None:
-        if ref.is_local(self.repo):
-            self._declare(child, PrNumber(ref.number), source, text, origin)
-        else:
-            self.external.add(ExternalRef(child, ref.text))
-
-    def _declare(
-        self, child: PrNumber, target: PrNumber, source: EdgeSource, text: str, origin: str
-    ) -> None:
-        """Turn one declared dependency into an edge, or into the problem it reveals."""
-        parent = self.final_superseder.get(target, target)
-        if parent != target and parent != child:
-            self._report_live(
-                child,
-                "superseded_parent",
-                [child, target],
-                f"#{child} depends on #{target} ({source}), which is superseded by #{parent}; "
-                f"the edge now points at #{parent}",
-            )
-        if parent == child:
-            return
-        if parent not in self.records:
-            self._report_live(
-                child,
-                "missing_parent",
-                [child, parent],
-                f"#{child} depends on #{parent} ({source}), which is not among the PRs given",
-            )
-            return
-        merged = self.records[parent].merged  # in the base already: agrees with any stack
-        if source != "native_stack" and not merged and not self._below_in_stack(child, parent):
-            self._report_live(
-                child,
-                "conflict",
-                [child, parent],
-                f"#{child} depends on #{parent} ({source}), which is not below it in its native "
-                "stack; the native stack wins and this edge is dropped",
-            )
-            return
-        record = self.records[parent]
-        if not record.is_open and not record.merged:
-            self._report_live(
-                child,
-                "closed_parent",
-                [child, parent],
-                f"#{child} depends on #{parent} ({source}), which was closed without merging; "
-                f"it is left out of #{child}'s stack",
-            )
-        self.edges.add(StackEdge(child, parent, source, text, origin))
-
-    def _below_in_stack(self, child: PrNumber, parent: PrNumber) -> bool:
-        if child not in self.stack_place:
-            return True
-        stack, position = self.stack_place[child]
-        parent_place = self.stack_place.get(parent)
-        return parent_place is not None and parent_place[0] == stack and parent_place[1] < position
-
-    def report_base_branch_conflicts(self) -> None:
-        named: dict[PrNumber, set[PrNumber]] = defaultdict(set)
-        based: dict[PrNumber, set[PrNumber]] = defaultdict(set)
-        for edge in self.edges:
-            if edge.source in ("depends_on", "override"):
-                named[edge.child].add(edge.parent)
-            elif edge.source == "base_branch":
-                based[edge.child].add(edge.parent)
-        for child, bases in based.items():
-            unnamed = bases - named[child]
-            if named[child] and unnamed:
-                self._report_live(
-                    child,
-                    "conflict",
-                    [child, *sorted(named[child] | unnamed)],
-                    f"#{child}'s body depends on {_numbers(sorted(named[child]))}, but its base "
-                    f"branch is the head of {_numbers(sorted(unnamed))}; both edges are kept",
-                )
 
     # -- orders and series ------------------------------------------------------------------
 

@@ -4,8 +4,10 @@ A task is a row of the durable queue (:mod:`stackbot.taskqueue.queue`) with a ki
 payload. This module is the one place both are defined: :class:`TaskKind` names every kind,
 and one frozen dataclass per kind says what its payload holds. Whoever queues a task builds the
 dataclass (``Integrate(repo=..., ...)``); the handler receives it decoded by
-:meth:`from_payload`, whose errors name the kind and the field. Adding a task kind means a
-member here, its payload class in :data:`PAYLOADS`, and its handler.
+:meth:`Payload.from_payload`, whose errors name the kind and the field. Both directions of the
+JSON form are derived from the dataclass fields and their types (:class:`Payload`), so adding a
+task kind means a member here, its payload class (fields, ``KIND``, ``dedupe_key``) in
+:data:`PAYLOADS`, and its handler.
 
 Each payload also knows its ``dedupe_key``: while a task with that key is pending, queueing
 another replaces its payload instead of adding a row (the newest request wins), so a burst of
@@ -17,11 +19,12 @@ Pure: no I/O, no imports beyond the standard library and the domain's own types.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, get_type_hints
 
 from stackbot.domain.payload_fields import PayloadFields
+from stackbot.domain.types import PrNumber, RepoName, SeriesKey, Sha
 from stackbot.errors import BadInput
 
 
@@ -45,195 +48,160 @@ class TaskKind(StrEnum):
     PORT_PR = "port_pr"  # /stackbot port <branch>: a faithful port of a PR onto a branch
 
 
-def _as_payload(task: Any, *, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A payload dataclass's fields by name, less ``leave_out``."""
-    return {
-        item.name: getattr(task, item.name) for item in fields(task) if item.name not in leave_out
-    }
+NOT_STORED = {"stored": False}  # field metadata: a field kept out of the payload
 
 
 @dataclass(frozen=True)
-class ProcessDelivery:
+class Payload:
+    """What every payload class shares: its JSON form, derived from its fields.
+
+    :meth:`to_payload` stores each field by name (a tuple as a list), less those whose metadata
+    is :data:`NOT_STORED`; :meth:`from_payload` reads each one back as the type the field
+    declares (:meth:`PayloadFields.read`), a missing one taking the field's default.
+    """
+
+    KIND: ClassVar[TaskKind]
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
+        read = PayloadFields(cls.KIND, payload)
+        return cls(**{name: read.read(name, hint, default) for name, hint, default in _schema(cls)})
+
+    def to_payload(self) -> dict[str, Any]:
+        stored = {name: getattr(self, name) for name, _, _ in _schema(type(self))}
+        return {name: list(v) if isinstance(v, tuple) else v for name, v in stored.items()}
+
+    def dedupe_key(self) -> str | None:
+        """The key that collapses pending repeats (None: every task is its own); each kind's."""
+        raise NotImplementedError
+
+
+_SCHEMAS: dict[type[Payload], tuple[tuple[str, Any, Any], ...]] = {}
+
+
+def _schema(cls: type[Payload]) -> tuple[tuple[str, Any, Any], ...]:
+    """Each stored field of a payload class: its name, its type and its default (or MISSING)."""
+    if cls not in _SCHEMAS:
+        hints = get_type_hints(cls)
+        _SCHEMAS[cls] = tuple(
+            (item.name, hints[item.name], item.default)
+            for item in fields(cls)
+            if item.metadata.get("stored", True)
+        )
+    return _SCHEMAS[cls]
+
+
+@dataclass(frozen=True)
+class ProcessDelivery(Payload):
     """Turn the recorded webhook delivery ``delivery`` (a row id) into the work it asks for."""
 
     KIND: ClassVar[TaskKind] = TaskKind.PROCESS_DELIVERY
     delivery: int
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        return cls(delivery=PayloadFields(cls.KIND, payload).whole("delivery"))
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"delivery": self.delivery}
 
     def dedupe_key(self) -> str | None:
         return None  # one task per delivery row, queued with the row
 
 
 @dataclass(frozen=True)
-class SyncPull:
+class SyncPull(Payload):
     """Bring PR ``number`` of ``repo`` up to date; ``action`` says why (a webhook action, or
     ``reconcile``)."""
 
     KIND: ClassVar[TaskKind] = TaskKind.SYNC_PULL
-    repo: str
-    number: int
+    repo: RepoName
+    number: PrNumber
     action: str | None = None
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        return cls(fields.repo(), fields.pr_number(), fields.opt_text("action"))
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"repo": self.repo, "number": self.number, "action": self.action}
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.number}"
 
 
 @dataclass(frozen=True)
-class PrCommand:
+class PrCommand(Payload):
     """A comment that may hold a command: on a PR, or (to be refused) on an issue."""
 
     KIND: ClassVar[TaskKind] = TaskKind.PR_COMMAND
-    repo: str
-    number: int
+    repo: RepoName
+    number: PrNumber
     comment_id: int
     author: str
     body: str = ""
     author_association: str = "NONE"
     action: str | None = None  # "created" or "edited"
     is_pull_request: bool = True
-    updated_at: str = ""  # of the comment: an edit is a new request (dedupe key only)
+    # Of the comment: an edit is a new request (a dedupe key's part only, not stored).
+    updated_at: str = field(default="", metadata=NOT_STORED)
 
     @property
     def edited(self) -> bool:
         return self.action == "edited"
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        return cls(
-            repo=fields.repo(),
-            number=fields.pr_number(),
-            comment_id=fields.whole("comment_id"),
-            author=fields.text("author"),
-            body=fields.opt_text("body") or "",
-            author_association=fields.opt_text("author_association") or "NONE",
-            action=fields.opt_text("action"),
-            is_pull_request=fields.flag("is_pull_request", default=True),
-        )
-
-    def to_payload(self) -> dict[str, Any]:
-        return _as_payload(self, leave_out=("updated_at",))  # a dedupe key's part only
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.comment_id}:{self.updated_at}"
 
 
 @dataclass(frozen=True)
-class Integrate:
+class Integrate(Payload):
     """Integrate series ``series_key`` of ``repo``, or PR ``number`` alone when it is in no
     series (``series_key`` None). ``reason`` is for the logs."""
 
     KIND: ClassVar[TaskKind] = TaskKind.INTEGRATE
-    repo: str
-    series_key: str | None
-    number: int | None
+    repo: RepoName
+    series_key: SeriesKey | None
+    number: PrNumber | None
     reason: str = ""
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        task = cls(
-            repo=fields.repo(),
-            series_key=fields.opt_text("series_key"),
-            number=fields.opt_pr_number(),
-            reason=fields.opt_text("reason") or "",
-        )
+        task = super().from_payload(payload)
         if task.series_key is None and task.number is None:
             raise BadInput(f"a {cls.KIND} task needs 'series_key' or 'number', got neither")
         return task
-
-    def to_payload(self) -> dict[str, Any]:
-        return _as_payload(self)
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.series_key or f'pr-#{self.number}'}"
 
 
 @dataclass(frozen=True)
-class PollJobs:
+class PollJobs(Payload):
     """Advance every unfinished GPU job (one such task at a time)."""
 
     KIND: ClassVar[TaskKind] = TaskKind.POLL_JOBS
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        PayloadFields(cls.KIND, payload)
-        return cls()
-
-    def to_payload(self) -> dict[str, Any]:
-        return {}
 
     def dedupe_key(self) -> str | None:
         return str(self.KIND)
 
 
 @dataclass(frozen=True)
-class BaseMoved:
+class BaseMoved(Payload):
     """Branch ``branch`` (``ref``) of ``repo``, which open PRs target, moved to ``sha``."""
 
     KIND: ClassVar[TaskKind] = TaskKind.BASE_MOVED
-    repo: str
+    repo: RepoName
     ref: str
     branch: str | None = None
-    sha: str | None = None
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        return cls(
-            repo=fields.repo(),
-            ref=fields.text("ref", default=""),
-            branch=fields.opt_text("branch"),
-            sha=fields.opt_text("sha"),
-        )
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"repo": self.repo, "ref": self.ref, "branch": self.branch, "sha": self.sha}
+    sha: Sha | None = None
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.ref}"
 
 
+_CHECK_RUN_FIELDS = ("head_sha", "check_run_id", "name", "external_id")
+
+
 @dataclass(frozen=True)
-class Retest:
+class Retest(Payload):
     """New jobs for PR ``number``'s current stack run: ``test_set`` only, or the test set of
     the re-requested check run (``check_run_id``, ``external_id``), or every test set."""
 
     KIND: ClassVar[TaskKind] = TaskKind.RETEST
-    repo: str
-    number: int
+    repo: RepoName
+    number: PrNumber
     test_set: str | None = None
-    head_sha: str | None = None
+    head_sha: Sha | None = None
     check_run_id: int | None = None
     name: str | None = None
     external_id: str | None = None
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        return cls(
-            repo=fields.repo(),
-            number=fields.pr_number(),
-            test_set=fields.opt_text("test_set"),
-            head_sha=fields.opt_text("head_sha"),
-            check_run_id=fields.opt_whole("check_run_id"),
-            name=fields.opt_text("name"),
-            external_id=fields.opt_text("external_id"),
-        )
 
     @property
     def test_sets(self) -> list[str] | None:
@@ -246,16 +214,9 @@ class Retest:
         return None
 
     def to_payload(self) -> dict[str, Any]:
-        if self.check_run_id is None:  # asked for in a comment
-            return {"repo": self.repo, "number": self.number, "test_set": self.test_set}
-        return {
-            "repo": self.repo,
-            "number": self.number,
-            "head_sha": self.head_sha,
-            "check_run_id": self.check_run_id,
-            "name": self.name,
-            "external_id": self.external_id,
-        }
+        # Asked for in a comment: the test set; by a check run: the run's fields.
+        leave_out = _CHECK_RUN_FIELDS if self.check_run_id is None else ("test_set",)
+        return {k: v for k, v in super().to_payload().items() if k not in leave_out}
 
     def dedupe_key(self) -> str | None:
         if self.check_run_id is not None:
@@ -264,102 +225,62 @@ class Retest:
 
 
 @dataclass(frozen=True)
-class Report:
+class Report(Payload):
     """Publish the reports of PRs ``numbers`` of ``repo`` (kept sorted and unique)."""
 
     KIND: ClassVar[TaskKind] = TaskKind.REPORT
-    repo: str
-    numbers: tuple[int, ...]
+    repo: RepoName
+    numbers: tuple[PrNumber, ...]
 
     @classmethod
-    def of(cls, repo: str, numbers: Sequence[int]) -> Self:
+    def of(cls, repo: RepoName, numbers: Sequence[PrNumber]) -> Self:
         return cls(repo, tuple(sorted(set(numbers))))
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        return cls(fields.repo(), fields.pr_numbers("numbers"))
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"repo": self.repo, "numbers": list(self.numbers)}
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:" + ",".join(str(n) for n in self.numbers)
 
 
 @dataclass(frozen=True)
-class Reconcile:
+class Reconcile(Payload):
     """Repair ``repo`` from GitHub's list of open PRs; with None, fan out to every tracked
     repository."""
 
     KIND: ClassVar[TaskKind] = TaskKind.RECONCILE
-    repo: str | None = None
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        return cls(PayloadFields(cls.KIND, payload).opt_repo())
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"repo": self.repo}
+    repo: RepoName | None = None
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo or '*'}"
 
 
 @dataclass(frozen=True)
-class ConflictMatrix:
+class ConflictMatrix(Payload):
     """Compute the pairwise conflicts of series ``series_key`` of ``repo``."""
 
     KIND: ClassVar[TaskKind] = TaskKind.CONFLICT_MATRIX
-    repo: str
-    series_key: str
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        return cls(fields.repo(), fields.text("series_key"))
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"repo": self.repo, "series_key": self.series_key}
+    repo: RepoName
+    series_key: SeriesKey
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.series_key}"
 
 
 @dataclass(frozen=True)
-class Maintenance:
+class Maintenance(Payload):
     """One maintenance round (at most one per ``[maintenance] interval_s``: the round claims
     its period, so a second task for the same period does nothing)."""
 
     KIND: ClassVar[TaskKind] = TaskKind.MAINTENANCE
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        PayloadFields(cls.KIND, payload)
-        return cls()
-
-    def to_payload(self) -> dict[str, Any]:
-        return {}
 
     def dedupe_key(self) -> str | None:
         return str(self.KIND)
 
 
 @dataclass(frozen=True)
-class _OnePullRequest:
+class _OnePullRequest(Payload):
     """A task about PR ``number`` of ``repo`` and nothing else, one pending per PR and kind."""
 
-    KIND: ClassVar[TaskKind]
-    repo: str
-    number: int
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        return cls(fields.repo(), fields.pr_number())
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"repo": self.repo, "number": self.number}
+    repo: RepoName
+    number: PrNumber
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.number}"
@@ -381,60 +302,29 @@ class CheckBase(_OnePullRequest):
 
 
 @dataclass(frozen=True)
-class RestackPr:
+class RestackPr(Payload):
     """Replay PR ``number``'s own commits onto its base, asked by ``requested_by``; ``push``:
     push the result to the PR's branch (allowed by the author)."""
 
     KIND: ClassVar[TaskKind] = TaskKind.RESTACK_PR
-    repo: str
-    number: int
+    repo: RepoName
+    number: PrNumber
     requested_by: str
     push: bool = False
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        push = payload.get("push", False)
-        if not isinstance(push, bool):
-            raise BadInput(f"{cls.KIND} task needs true or false in 'push', got {push!r}")
-        return cls(fields.repo(), fields.pr_number(), fields.text("requested_by"), push)
-
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "number": self.number,
-            "requested_by": self.requested_by,
-            "push": self.push,
-        }
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.number}"
 
 
 @dataclass(frozen=True)
-class PortPr:
+class PortPr(Payload):
     """Port PR ``number`` onto ``branch``, asked by the vetter ``requested_by``."""
 
     KIND: ClassVar[TaskKind] = TaskKind.PORT_PR
-    repo: str
-    number: int
+    repo: RepoName
+    number: PrNumber
     branch: str
     requested_by: str
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
-        fields = PayloadFields(cls.KIND, payload)
-        return cls(
-            fields.repo(), fields.pr_number(), fields.text("branch"), fields.text("requested_by")
-        )
-
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            "repo": self.repo,
-            "number": self.number,
-            "branch": self.branch,
-            "requested_by": self.requested_by,
-        }
 
     def dedupe_key(self) -> str | None:
         return f"{self.KIND}:{self.repo}:{self.number}:{self.branch}"

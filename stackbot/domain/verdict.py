@@ -212,6 +212,7 @@ def _prs(numbers: tuple[int, ...]) -> str:
 
 
 def decide(view: PrReportView) -> Verdict:
+    """The PR's verdict from its report view: the first of the module's rules that matches."""
     number = view.pr.number
     if view.pr.state != "open" or view.pr.superseded_by is not None:
         return _closed(view)

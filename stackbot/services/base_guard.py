@@ -26,6 +26,7 @@ from stackbot.domain.base_guard import (
 )
 from stackbot.domain.records import CommentRecord, PrRecord
 from stackbot.domain.tasks import CheckBase
+from stackbot.domain.types import RepoName
 from stackbot.services.ghosts import check_ghosts
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
@@ -66,7 +67,7 @@ def _check_protected(
         client.edit_comment(task.repo, said.id, resolved_comment(target, pr.base_ref))
 
 
-def _merge_target(client: GitHubPort, repo: str, base_ref: str) -> str:
+def _merge_target(client: GitHubPort, repo: RepoName, base_ref: str) -> str:
     """Where the PR should merge: the base of the PR ``pull-request/N`` mirrors, else main."""
     number = mirrored_pr(base_ref)
     if number is None:
@@ -78,7 +79,7 @@ def _merge_target(client: GitHubPort, repo: str, base_ref: str) -> str:
     return mirrored.base_ref if mirrored.base_ref and not mirrored_pr(mirrored.base_ref) else "main"
 
 
-def _write_check(client: GitHubPort, repo: str, sha: str, verdict: BaseVerdict) -> None:
+def _write_check(client: GitHubPort, repo: RepoName, sha: str, verdict: BaseVerdict) -> None:
     try:
         client.create_check_run(
             repo,

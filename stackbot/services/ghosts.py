@@ -14,13 +14,14 @@ from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.domain.records import CommentRecord, PrRecord
 from stackbot.domain.restack import GHOST_MARKER, ghost_comment, ghosts_gone_comment
+from stackbot.domain.types import RepoName
 from stackbot.services.restack import ghost_commits
 
 
 def check_ghosts(
     settings: Settings,
     client: GitHubPort,
-    repo: str,
+    repo: RepoName,
     pr: PrRecord,
     comments: Sequence[CommentRecord],
 ) -> None:

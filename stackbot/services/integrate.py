@@ -45,7 +45,7 @@ class IntegrateOutcome:
     run_ids: list[int] = field(default_factory=list)
     reused_runs: list[int] = field(default_factory=list)
     jobs_created: list[int] = field(default_factory=list)
-    affected: list[int] = field(default_factory=list)
+    affected: list[PrNumber] = field(default_factory=list)
     untested: dict[int, str] = field(default_factory=dict)  # run id -> why no jobs
 
 
@@ -95,7 +95,7 @@ def integrate(
         )
         for r in records
     }
-    lone = PrNumber(task.number) if task.number is not None else None
+    lone = task.number
     planned = plan_series(graph, states, series_key=task.series_key, lone_pr=lone)
     outcome = IntegrateOutcome(affected=affected)
     if not planned:
@@ -301,12 +301,12 @@ def _create_jobs(
     return None
 
 
-def _affected(session: Session, repo_id: int, task: Integrate) -> list[int]:
+def _affected(session: Session, repo_id: int, task: Integrate) -> list[PrNumber]:
     """Whose reports the integration changes: every member of the series, or the lone PR."""
     if task.series_key is not None:
         series = store.get_series(session, repo_id=repo_id, key=task.series_key)
         if series is not None and series.id is not None:
-            return store.series_member_numbers(session, series_id=series.id)
+            return [PrNumber(n) for n in store.series_member_numbers(session, series_id=series.id)]
     return [task.number] if task.number is not None else []
 
 

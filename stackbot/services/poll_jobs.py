@@ -20,6 +20,7 @@ from stackbot.db import jobs_store
 from stackbot.db.models import Repository
 from stackbot.domain.integration import RunKind
 from stackbot.domain.tasks import PollJobs, Report
+from stackbot.domain.types import PrNumber, RepoName
 from stackbot.services import jobs as job_service
 from stackbot.services import test_plan
 from stackbot.services.resources import ServiceContext
@@ -88,17 +89,19 @@ def _runner_url(repository: Repository, mirrors_dir: Path) -> str:
     return str(mirror.git_dir)
 
 
-def prs_of_jobs(engine: Engine, job_ids: Sequence[int]) -> dict[str, list[int]]:
+def prs_of_jobs(engine: Engine, job_ids: Sequence[int]) -> dict[RepoName, list[PrNumber]]:
     """The PRs whose reports show these jobs: a stack run's PR, every PR of a series run, and
     for a baseline job every PR tested on that base."""
-    found: dict[str, set[int]] = {}
+    found: dict[RepoName, set[PrNumber]] = {}
     with Session(engine) as session:
         jobs = jobs_store.jobs_by_ids(session, job_ids=job_ids)
         runs = jobs_store.runs_of_jobs(session, jobs=jobs)
-        names = {r.id: r.full_name for r in store.list_repositories(session)}
+        names = {r.id: RepoName(r.full_name) for r in store.list_repositories(session)}
         for run in runs:
             series = run.kind == RunKind.SERIES
-            prs = {int(n) for n in run.heads} if series else {run.target_pr or 0}
+            prs = (
+                {PrNumber(int(n)) for n in run.heads} if series else {PrNumber(run.target_pr or 0)}
+            )
             found.setdefault(names[run.repo_id], set()).update(p for p in prs if p)
     return {repo: sorted(numbers) for repo, numbers in found.items()}
 

@@ -20,6 +20,7 @@ from stackbot.db.engine import session_scope
 from stackbot.db.models import PullRequest
 from stackbot.domain.records import PrRecord
 from stackbot.domain.tasks import FollowUp, Reconcile, SyncPull
+from stackbot.domain.types import PrNumber, RepoName
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
 
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Drift:
-    number: int
+    number: PrNumber
     why: str  # "new", "head abc1234 → def5678", "closed on GitHub", ...
 
 
@@ -38,7 +39,7 @@ def find_drift(stored: list[PullRequest], open_on_github: list[PrRecord]) -> lis
     listed = {pr.number for pr in open_on_github}
     drift = [d for pr in open_on_github if (d := _compare(rows.get(pr.number), pr)) is not None]
     drift += [
-        Drift(row.number, "stored as open, no longer open on GitHub")
+        Drift(PrNumber(row.number), "stored as open, no longer open on GitHub")
         for row in stored
         if row.state == "open" and row.number not in listed
     ]
@@ -60,7 +61,7 @@ def _compare(row: PullRequest | None, pr: PrRecord) -> Drift | None:
     return None
 
 
-def reconcile_repo(engine: Engine, client: GitHubPort, *, repo: str) -> list[Drift]:
+def reconcile_repo(engine: Engine, client: GitHubPort, *, repo: RepoName) -> list[Drift]:
     open_prs: list[PrRecord] = list(client.list_open_pulls(repo))
     with session_scope(engine) as session:
         repository = store.get_repository(session, full_name=repo)
@@ -93,7 +94,7 @@ def handle_reconcile(ctx: ServiceContext, task: Reconcile) -> None:
     interval = ctx.settings.worker.reconcile_interval_s
     if repo is None:
         with session_scope(ctx.engine) as session:
-            repos = [r.full_name for r in store.tracked_repositories(session)]
+            repos = [RepoName(r.full_name) for r in store.tracked_repositories(session)]
         log.info("reconcile: %d tracked repositories", len(repos))
         for name in repos:
             ctx.enqueue_task(Reconcile(name))

@@ -39,6 +39,7 @@ from stackbot.domain.report import (
     render_sticky_comment,
 )
 from stackbot.domain.tasks import Report
+from stackbot.domain.types import PrNumber, RepoName
 from stackbot.services.report_views import build_report_views
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
@@ -87,7 +88,7 @@ def digest(*parts: Any) -> str:
 
 
 def publish_reports(
-    engine: Engine, client: GitHubPort, repo: str, views: Sequence[PrReportView]
+    engine: Engine, client: GitHubPort, repo: RepoName, views: Sequence[PrReportView]
 ) -> PublishCounts:
     """Bring every view's PR up to date on GitHub; the last view of a PR wins."""
     latest = {view.pr.number: view for view in views}
@@ -100,7 +101,12 @@ def publish_reports(
 
 
 def publish_prs(
-    engine: Engine, client: GitHubPort, settings: Settings, *, repo: str, numbers: Sequence[int]
+    engine: Engine,
+    client: GitHubPort,
+    settings: Settings,
+    *,
+    repo: RepoName,
+    numbers: Sequence[PrNumber],
 ) -> PublishCounts:
     """Build the PRs' views from the database and publish them."""
     with session_scope(engine) as session:
@@ -124,7 +130,7 @@ _LOCAL_PR_LOCKS_GUARD = threading.Lock()
 
 
 @contextmanager
-def _one_publisher_per_pr(engine: Engine, repo: str, number: int) -> Iterator[None]:
+def _one_publisher_per_pr(engine: Engine, repo: RepoName, number: int) -> Iterator[None]:
     """Reports of one PR are published one at a time. Two workers that both read "no check run
     stored" would each create one (the soak saw a PR's check runs twice). On PostgreSQL a
     transaction-scoped advisory lock, released when the transaction ends or its connection dies
@@ -143,16 +149,16 @@ def _one_publisher_per_pr(engine: Engine, repo: str, number: int) -> Iterator[No
 
 
 def _publish_one(
-    engine: Engine, client: GitHubPort, repo: str, view: PrReportView, counts: PublishCounts
+    engine: Engine, client: GitHubPort, repo: RepoName, view: PrReportView, counts: PublishCounts
 ) -> None:
     with _one_publisher_per_pr(engine, repo, view.pr.number):
         _publish_one_locked(engine, client, repo, view, counts)
 
 
 def _publish_one_locked(
-    engine: Engine, client: GitHubPort, repo: str, view: PrReportView, counts: PublishCounts
+    engine: Engine, client: GitHubPort, repo: RepoName, view: PrReportView, counts: PublishCounts
 ) -> None:
-    number = view.pr.number
+    number = PrNumber(view.pr.number)  # the view holds the stored row's plain int
     with session_scope(engine) as session:
         repository = store.get_repository(session, full_name=repo)
         if repository is None or repository.id is None:
@@ -210,8 +216,8 @@ def _check_runs(view: PrReportView) -> list[tuple[str, str, CheckRunContent, str
 
 def _write_comment(
     client: GitHubPort,
-    repo: str,
-    number: int,
+    repo: RepoName,
+    number: PrNumber,
     comment_id: int | None,
     body: str,
     counts: PublishCounts,
@@ -241,7 +247,9 @@ def _write_comment(
     return new_id
 
 
-def find_sticky_comment(client: GitHubPort, repo: str, number: int) -> tuple[int, str] | None:
+def find_sticky_comment(
+    client: GitHubPort, repo: RepoName, number: PrNumber
+) -> tuple[int, str] | None:
     """The first comment on the PR that starts with the marker (a quote of it starts with ``>``)."""
     for comment in client.list_issue_comments(repo, number):
         if comment.body.startswith(MARKER) and comment.id is not None:
@@ -258,7 +266,7 @@ class CheckTarget:
 
 def _write_check(
     client: GitHubPort,
-    repo: str,
+    repo: RepoName,
     target: CheckTarget,
     content: CheckRunContent,
     stored: dict[str, Any] | None,
@@ -291,7 +299,7 @@ def _write_check(
 
 def _create_or_update_check(
     client: GitHubPort,
-    repo: str,
+    repo: RepoName,
     target: CheckTarget,
     content: CheckRunContent,
     stored: dict[str, Any] | None,

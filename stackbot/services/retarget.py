@@ -12,6 +12,7 @@ import logging
 
 from stackbot.domain.retarget import RETARGET_MARKER, children_to_retarget, retarget_comment
 from stackbot.domain.tasks import RetargetChildren, SyncPull
+from stackbot.domain.types import PrNumber
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
 
@@ -32,7 +33,7 @@ def handle_retarget_children(ctx: ServiceContext, task: RetargetChildren) -> Non
         ctx.save_state({"children": chosen})
     marker = RETARGET_MARKER.format(parent=parent.number)
     for number_text, old_base in sorted(chosen.items(), key=lambda item: int(item[0])):
-        number = int(number_text)
+        number = PrNumber(int(number_text))
         child = client.get_pull(task.repo, number)
         if child.is_open and child.base_ref == old_base:
             client.update_pull_base(task.repo, number, parent.base_ref)

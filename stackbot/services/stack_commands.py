@@ -33,7 +33,7 @@ from stackbot.domain.records import PrRecord
 from stackbot.domain.restack import restack_reply
 from stackbot.domain.retarget import RETARGET_MARKER
 from stackbot.domain.tasks import PortPr, RestackPr, SyncPull
-from stackbot.domain.types import PrNumber, Sha, TreeSha
+from stackbot.domain.types import PrNumber, RepoName, Sha, TreeSha
 from stackbot.services.port import PortRequest, port
 from stackbot.services.resources import ServiceContext
 from stackbot.services.restack import COMMITTER, RestackRequest, restack
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 _RETARGETED = re.compile(re.escape(RETARGET_MARKER).replace(r"\{parent\}", r"(\d+)"))
 
 
-def _mirror(ctx: ServiceContext, client: GitHubPort, repo: str) -> GitMirror:
+def _mirror(ctx: ServiceContext, client: GitHubPort, repo: RepoName) -> GitMirror:
     with session_scope(ctx.engine) as session:
         repository = store.get_repository(session, full_name=repo)
         clone_url = repository.clone_url if repository is not None else None
@@ -55,19 +55,21 @@ def _mirror(ctx: ServiceContext, client: GitHubPort, repo: str) -> GitMirror:
     )
 
 
-def _parents(ctx: ServiceContext, client: GitHubPort, repo: str, number: int) -> list[int]:
+def _parents(
+    ctx: ServiceContext, client: GitHubPort, repo: RepoName, number: PrNumber
+) -> list[PrNumber]:
     """Merged-parent candidates: from stackbot's retarget comments, then the graph's edges."""
-    found: list[int] = []
+    found: list[PrNumber] = []
     for comment in client.list_issue_comments(repo, number):
         match = _RETARGETED.match(comment.body)
         if match:
-            found.append(int(match.group(1)))
+            found.append(PrNumber(int(match.group(1))))
     with session_scope(ctx.engine) as session:
         repository = store.get_repository(session, full_name=repo)
         if repository is not None and repository.id is not None:
             for edge in store.list_edges(session, repo_id=repository.id):
                 if edge.child == number and edge.parent not in found:
-                    found.append(edge.parent)
+                    found.append(PrNumber(edge.parent))
     return found
 
 

@@ -27,6 +27,7 @@ from stackbot.db.models import PullRequest
 from stackbot.domain.records import PrRecord
 from stackbot.domain.series import SeriesGraph, build_series_graph
 from stackbot.domain.tasks import Integrate, Reconcile, Report, SyncPull
+from stackbot.domain.types import PrNumber, RepoName, SeriesKey
 from stackbot.domain.vetting import is_trusted_author
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
@@ -39,18 +40,19 @@ _RELEVANT = ("head_sha", "state", "merged", "draft", "base_ref", "base_sha", "bo
 
 @dataclass(frozen=True)
 class SyncOutcome:
-    repo: str
-    number: int
+    repo: RepoName
+    number: PrNumber
     changed: bool  # anything an integration depends on moved (or a new approval)
-    series_keys: tuple[str, ...]  # series the PR belongs to now or belonged to before
+    series_keys: tuple[SeriesKey, ...]  # series the PR belongs to now or belonged to before
     auto_approved: bool
     head_sha: str
     is_open: bool
-    related: tuple[int, ...] = ()  # the PR and the live PRs of its series: whose reports show it
+    # The PR and the live PRs of its series: whose reports show it.
+    related: tuple[PrNumber, ...] = ()
 
 
 def sync_pull_request(
-    engine: Engine, client: GitHubPort, settings: Settings, *, repo: str, number: int
+    engine: Engine, client: GitHubPort, settings: Settings, *, repo: RepoName, number: PrNumber
 ) -> SyncOutcome:
     """Fetch PR ``number`` of ``repo`` and store it, its graph, and an automatic approval."""
     record = fetch_pull(client, repo, number)
@@ -69,7 +71,7 @@ def sync_pull_request(
         changed = fingerprint != _fingerprint(row)
         rebuild_graph(session, repo=repo, repo_id=repository.id)
         keys_after = store.series_keys_of(session, repo_id=repository.id, number=number)
-        related = {number}
+        related: set[int] = {number}
         for series in store.list_series(session, repo_id=repository.id):
             if series.key in keys_after or series.key in keys_before:
                 related.update(series.order)
@@ -85,15 +87,15 @@ def sync_pull_request(
         repo=repo,
         number=number,
         changed=changed or approved or keys_before != keys_after,
-        series_keys=tuple(sorted(set(keys_before) | set(keys_after))),
+        series_keys=tuple(SeriesKey(k) for k in sorted(set(keys_before) | set(keys_after))),
         auto_approved=approved,
         head_sha=record.head_sha,
         is_open=record.is_open,
-        related=tuple(sorted(related)),
+        related=tuple(PrNumber(n) for n in sorted(related)),
     )
 
 
-def fetch_pull(client: GitHubPort, repo: str, number: int) -> PrRecord:
+def fetch_pull(client: GitHubPort, repo: RepoName, number: PrNumber) -> PrRecord:
     """The PR with its commits and comments (what the graph and the trustee rule read)."""
     record: PrRecord = client.get_pull(repo, number)
     commits = tuple(client.list_pull_commits(repo, number))
@@ -176,7 +178,7 @@ def _is_trusted(client: GitHubPort, settings: Settings, record: PrRecord) -> boo
 def integrations_after_sync(outcome: SyncOutcome, reason: str) -> list[Integrate]:
     """The integrations a changed PR asks for: each series it is (or was) in, or the PR alone
     while it is open and in no series (under the key ``pr-#N``)."""
-    keys: tuple[str | None, ...] = outcome.series_keys
+    keys: tuple[SeriesKey | None, ...] = outcome.series_keys
     if not keys:
         keys = (None,) if outcome.is_open else ()
     return [Integrate(outcome.repo, key, outcome.number, reason) for key in keys]

@@ -34,6 +34,7 @@ from stackbot.adapters.github.retry import RetryPolicy, call_with_retries
 from stackbot.adapters.github_errors import GitHubConfigError, GitHubNotFound
 from stackbot.config import Settings
 from stackbot.domain.records import CommentRecord, CommitRecord, PrRecord, StackRecord
+from stackbot.domain.types import PrNumber
 from stackbot.logging_redaction import register_secret
 
 PER_PAGE = 100
@@ -214,7 +215,7 @@ class GitHubClient:
 
     def create_pull(
         self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False
-    ) -> int:
+    ) -> PrNumber:
         """Open a pull request from branch ``head`` into ``base`` (``pulls/create``); returns
         its number."""
         data = self._write(
@@ -222,7 +223,7 @@ class GitHubClient:
             f"{_repo_path(repo)}/pulls",
             {"head": head, "base": base, "title": title, "body": body, "draft": draft},
         )
-        return int(data["number"])
+        return PrNumber(int(data["number"]))
 
     def update_pull_base(self, repo: str, number: int, base: str) -> None:
         """Change PR ``number``'s base branch (``pulls/update``)."""

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from stackbot.domain.records import CommentRecord, CommitRecord, PrRecord
+from stackbot.domain.types import PrNumber, RepoName
 
 if TYPE_CHECKING:
     from stackbot.adapters.github.client import GitHubClient
@@ -24,49 +25,49 @@ if TYPE_CHECKING:
 class GitHubPort(Protocol):
     # -- pull requests --------------------------------------------------------------------------
 
-    def get_pull(self, repo: str, number: int) -> PrRecord:
+    def get_pull(self, repo: RepoName, number: PrNumber) -> PrRecord:
         """The PR with its native stack, without commits or comments."""
         ...
 
-    def list_open_pulls(self, repo: str) -> Sequence[PrRecord]:
+    def list_open_pulls(self, repo: RepoName) -> Sequence[PrRecord]:
         """Every open PR of ``repo``, oldest first."""
         ...
 
-    def list_pull_commits(self, repo: str, number: int) -> Sequence[CommitRecord]:
+    def list_pull_commits(self, repo: RepoName, number: PrNumber) -> Sequence[CommitRecord]:
         """The PR's commits, oldest first."""
         ...
 
     def create_pull(
-        self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False
-    ) -> int:
+        self, repo: RepoName, *, head: str, base: str, title: str, body: str, draft: bool = False
+    ) -> PrNumber:
         """Open a pull request from branch ``head`` into ``base``; returns its number."""
         ...
 
-    def update_pull_base(self, repo: str, number: int, base: str) -> None:
+    def update_pull_base(self, repo: RepoName, number: PrNumber, base: str) -> None:
         """Change PR ``number``'s base branch."""
         ...
 
-    def clone_url(self, repo: str) -> str:
+    def clone_url(self, repo: RepoName) -> str:
         """Where git fetches ``repo`` from (a ``file://`` path on the stand-in)."""
         ...
 
     # -- comments -------------------------------------------------------------------------------
 
-    def list_issue_comments(self, repo: str, number: int) -> Sequence[CommentRecord]:
+    def list_issue_comments(self, repo: RepoName, number: PrNumber) -> Sequence[CommentRecord]:
         """The comments on PR or issue ``number``, oldest first."""
         ...
 
-    def create_comment(self, repo: str, number: int, body: str) -> int:
+    def create_comment(self, repo: RepoName, number: PrNumber, body: str) -> int:
         """Post a comment on PR or issue ``number``; returns its id."""
         ...
 
-    def edit_comment(self, repo: str, comment_id: int, body: str) -> None:
+    def edit_comment(self, repo: RepoName, comment_id: int, body: str) -> None:
         """Replace a comment's body (raises ``NotFound`` when it was deleted)."""
         ...
 
     # -- people ---------------------------------------------------------------------------------
 
-    def collaborator_permission(self, repo: str, user: str) -> str:
+    def collaborator_permission(self, repo: RepoName, user: str) -> str:
         """``admin|maintain|write|triage|read|none``; an unknown user is ``none``."""
         ...
 
@@ -78,7 +79,7 @@ class GitHubPort(Protocol):
 
     def create_check_run(
         self,
-        repo: str,
+        repo: RepoName,
         head_sha: str,
         name: str,
         *,
@@ -95,7 +96,7 @@ class GitHubPort(Protocol):
 
     def update_check_run(
         self,
-        repo: str,
+        repo: RepoName,
         check_run_id: int,
         *,
         status: str,
@@ -109,7 +110,7 @@ class GitHubPort(Protocol):
 
     def create_commit_status(
         self,
-        repo: str,
+        repo: RepoName,
         sha: str,
         *,
         state: str,

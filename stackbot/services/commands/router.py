@@ -21,6 +21,7 @@ from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.domain.commands import Command
 from stackbot.domain.tasks import PrCommand, TaskPayload
+from stackbot.domain.types import RepoName
 
 
 @dataclass
@@ -31,7 +32,7 @@ class CommandOutcome:
     follow_ups: list[TaskPayload] = field(default_factory=list)
 
 
-def is_vetter(client: GitHubPort, settings: Settings, repo: str, login: str) -> bool:
+def is_vetter(client: GitHubPort, settings: Settings, repo: RepoName, login: str) -> bool:
     """Configured vetters first (no request), then the repository permission, then orgs."""
     vetting = settings.vetting
     if login.lower() in {name.lower() for name in vetting.vetters}:
