@@ -17,7 +17,6 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from gpu_jobs.spec import ContractError
 from gpu_jobs.testsets import own_test_set_pr
 from stackbot.config import Settings
 from stackbot.db import github_store as store
@@ -46,7 +45,6 @@ from stackbot.domain.report import (
     TestRow,
 )
 from stackbot.domain.retries import Attempt, retry_chain
-from stackbot.errors import BadInput
 from stackbot.services import read_batch
 from stackbot.services.own_tests import own_tests_views
 from stackbot.services.read_batch import baselines_on, batch, memo, memo_table
@@ -128,7 +126,7 @@ def _preload(session: Session, repo_id: int, numbers: list[int], graph: _RepoGra
             lambda run=run: _baselines(session, run),  # type: ignore[misc]
         )
         shown.extend(baselines.values())
-    _prefetch_results(session, shown)
+    read_batch.prefetch_results(session, shown)
 
 
 def build_report_view(
@@ -423,7 +421,7 @@ def _test_rows(
     baselines = memo(
         session, ("baselines", run.repo_id, run.base_sha), lambda: _baselines(session, run)
     )
-    _prefetch_results(session, [*newest.values(), *baselines.values()])
+    read_batch.prefetch_results(session, [*newest.values(), *baselines.values()])
     links = memo(session, ("retry links", run_id), lambda: _RetryLinks.of(jobs))
     rows = tuple(
         replace(
@@ -499,9 +497,9 @@ def _row(
 ) -> TestRow:
     comparison = None
     if job.status in FINISHED_STATES:
-        here = _outcomes(session, job)
+        here = read_batch.outcomes_of(session, job)
         if here is not None:
-            main = _outcomes(session, baseline) if baseline is not None else None
+            main = read_batch.outcomes_of(session, baseline) if baseline is not None else None
             if none_on_main:
                 main = TestOutcomes("passed", Counts(), {})
             comparison = compare_with_main(here, main)
@@ -521,43 +519,3 @@ def _row(
         url=f"{base_url}/jobs/{job.id}",
         error=(job.error or "").strip().splitlines()[-1][:200] if job.error else None,
     )
-
-
-def _prefetch_results(session: Session, jobs: Sequence[Job]) -> None:
-    """In a batch, the per-test rows of every job about to be shown, in one query."""
-    table = memo_table(session)
-    if table is None:
-        return
-    wanted = [j.id for j in jobs if j.id is not None and ("results", j.id) not in table]
-    if wanted:
-        for job_id, rows in jobs_store.results_of_jobs(session, job_ids=wanted).items():
-            table[("results", job_id)] = rows
-
-
-def _outcomes(session: Session, job: Job) -> TestOutcomes | None:
-    """The job's results: its stored result JSON, else its per-test rows, else its counts."""
-    assert job.id is not None
-    job_id = job.id
-    return memo(session, ("outcomes", job_id), lambda: _job_outcomes(session, job))
-
-
-def _job_outcomes(session: Session, job: Job) -> TestOutcomes | None:
-    if job.result:
-        try:
-            return TestOutcomes.from_result_json({**job.result, "status": job.status})
-        except BadInput:
-            pass  # an unreadable result: fall back to what else the job recorded
-    assert job.id is not None
-    job_id = job.id
-    rows = memo(
-        session, ("results", job_id), lambda: jobs_store.results_of_job(session, job_id=job_id)
-    )
-    tests = {row.nodeid: row.outcome for row in rows}
-    if tests:
-        return TestOutcomes(job.status, Counts.of_tests(tests), tests)
-    if job.counts:
-        try:
-            return TestOutcomes(job.status, Counts.from_mapping(job.counts), {})
-        except ContractError:
-            return None
-    return None
