@@ -32,7 +32,7 @@ from stackbot.db.models import (
 from stackbot.db.models.jobs import FINISHED_STATES
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.domain.integration import RunKind
-from stackbot.domain.report import (
+from stackbot.domain.report_view import (
     AllowlistView,
     ApprovalView,
     FindingView,

@@ -15,15 +15,15 @@ from benchmarks.plan_sim import Injected, Simulation
 from stackbot.config import Settings
 from stackbot.db import jobs_store
 from stackbot.db.models import IntegrationRun
-from stackbot.domain.report import (
+from stackbot.domain.report import render_sticky_comment
+from stackbot.domain.report_checks import render_series_tests_check
+from stackbot.domain.report_view import (
     ApprovalView,
     IntegrationView,
     PrRef,
     PrReportView,
     StackView,
     StepView,
-    render_series_tests_check,
-    render_sticky_comment,
 )
 from stackbot.services.report_views import _test_rows, series_findings
 from stackbot.web.readmodel.cells import cells_of_runs

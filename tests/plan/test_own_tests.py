@@ -610,7 +610,7 @@ def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
     engine: Engine, settings: Settings
 ) -> None:
     from stackbot.db.models import PullRequest
-    from stackbot.domain.report import render_check_run
+    from stackbot.domain.report_checks import render_check_run
     from stackbot.services import report_views
 
     with session_scope(engine) as session:
