@@ -611,7 +611,7 @@ def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
 ) -> None:
     from stackbot.db.models import PullRequest
     from stackbot.domain.report_checks import render_check_run
-    from stackbot.services import report_views
+    from stackbot.services import report_rows, report_views
 
     with session_scope(engine) as session:
         run = _run(session, "stack", [(8034, "h8034"), (8035, "h8035")], own=FILES)
@@ -638,7 +638,7 @@ def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
         )
         run_row = integration_store.get_run(session, run_id=run_id)
         assert run_row is not None
-        rows_8034, _ = report_views._test_rows(session, run_row, "", 8034)
+        rows_8034, _ = report_rows.run_test_rows(session, run_row, "", 8034)
     assert view is not None
     # 8035's own job is its test row (and check run); 8034's is not.
     assert [(r.test_set, r.shape) for r in view.tests] == [("own:8035", "1x4")]
