@@ -22,8 +22,8 @@ from stackbot.db.models import Repository
 from stackbot.db.models._columns import utcnow
 from stackbot.domain.integration import RunKind
 from stackbot.domain.tasks import FollowUp, PollJobs, Report
-from stackbot.services import jobs as job_service
 from stackbot.services import test_plan
+from stackbot.services.job_execution import JobBackend, advance_jobs
 from stackbot.worker import queue
 from stackbot.worker.registry import TaskContext, TaskRegistry
 
@@ -39,7 +39,7 @@ def handle_poll_jobs(ctx: TaskContext, task: PollJobs) -> None:
             for r in store.list_repositories(session)
             if r.id is not None
         }
-    backend = job_service.JobBackend(
+    backend = JobBackend(
         executor=resources.executor(),
         test_sets=resources.test_sets(),
         own_tests=resources.own_tests(),
@@ -47,7 +47,7 @@ def handle_poll_jobs(ctx: TaskContext, task: PollJobs) -> None:
         node_check=settings.job_node_check,
         per_series_limit=settings.max_running_jobs_per_series,
     )
-    advance = job_service.advance_jobs(ctx.engine, backend, repo_url_of=repo_urls)
+    advance = advance_jobs(ctx.engine, backend, repo_url_of=repo_urls)
     planned = replan_after(ctx.engine, advance.finished, settings=settings)
     if advance.changed:
         changed = advance.submitted + advance.started + advance.finished

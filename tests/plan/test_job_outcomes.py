@@ -14,9 +14,8 @@ from stackbot.db import integration_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import Job, PullRequest, TestResult
 from stackbot.domain.job_outcomes import job_outcomes
-from stackbot.services import jobs as job_service
+from stackbot.services import job_execution, report_views
 from stackbot.services import own_tests as own_service
-from stackbot.services import report_views
 from stackbot.services.test_plan import plan_run
 from tests.plan.test_own_tests import FILES, _create, _jobs, _result, _run
 
@@ -52,7 +51,7 @@ def test_the_report_the_own_tests_and_the_planner_read_a_job_alike(
     tree_id = jobs[("integration", "own:8035", "1x4")].id
     assert baseline_id is not None and tree_id is not None
     main = {f"{CTX}::test_0": "passed"}
-    job_service.record_result(engine, baseline_id, _result(baseline_id, main), node="n")
+    job_execution.record_result(engine, baseline_id, _result(baseline_id, main), node="n")
     with session_scope(engine) as session:
         job = session.get(Job, tree_id)
         assert job is not None
