@@ -28,7 +28,7 @@ from stackbot.db import migrate
 from stackbot.db.engine import make_engine, session_scope
 from stackbot.db.models import Report
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
-from stackbot.domain.report import ApprovalView, PrRef, PrReportView, TestRow
+from stackbot.domain.report_view import ApprovalView, PrRef, PrReportView, TestRow
 from stackbot.services.reconcile import reconcile_repo
 from stackbot.services.reporting import publish_reports
 from stackbot.services.sync import sync_pull_request

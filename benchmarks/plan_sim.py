@@ -3,7 +3,7 @@
 What is real: the database (SQLite or PostgreSQL), the stored integration runs and jobs, the
 policy that chooses which runs are tested (``services.integrate.test_runs``), the planner
 (``services.test_plan``), ``poll_jobs`` run as queued tasks by a real ``Worker``, the job
-creation, reuse and queue order of ``services.jobs``. What is modelled: the integration runs'
+creation and reuse of ``services.jobs`` and the queue order of ``services.job_execution``. What is modelled: the integration runs'
 trees (a tree is the set of PR versions merged into it, so identical merges give identical
 trees, as git's do) and the executor (:class:`TimingExecutor`): a job takes its
 configuration's duration on ``shape.nodes`` of a fixed pool of nodes, in simulated seconds,

@@ -28,6 +28,7 @@ class TestOutcomes:
     status: str  # the job's status: passed | failed | error | timeout | ...
     counts: Counts
     tests: Mapping[str, str] = field(default_factory=dict)  # nodeid -> outcome
+    per_test: bool = True  # False: only the counts were recorded, not which test did what
 
     @classmethod
     def of_result(cls, result: JobResult) -> TestOutcomes:

@@ -16,12 +16,11 @@ from collections.abc import Mapping, Sequence
 
 from sqlmodel import Session
 
-from gpu_jobs.spec import ContractError, JobResult
 from gpu_jobs.testsets import OwnTests, own_test_set_name
 from stackbot.adapters.git import GitRepository
-from stackbot.db import integration_store, jobs_store
+from stackbot.db import integration_store
 from stackbot.db.models import IntegrationRun, IntegrationStep, Job
-from stackbot.db.models.jobs import FINISHED_STATES, NOT_REUSABLE_STATES
+from stackbot.db.models.jobs import NOT_REUSABLE_STATES
 from stackbot.domain.integration import RunKind, StepOutcome
 from stackbot.domain.own_tests import (
     ADDED,
@@ -234,18 +233,7 @@ def own_tests_view(
 
 
 def _outcomes(session: Session, job: Job) -> dict[str, str] | None:
-    """The finished job's outcomes per node id (None while it runs or without a result)."""
-    if job.status not in FINISHED_STATES:
-        return None
-    if job.result:
-        try:
-            return dict(JobResult.from_stored({**job.result, "status": job.status}).outcomes())
-        except ContractError:
-            pass
-    if job.id is None:
-        return None
-    job_id = job.id
-    rows = read_batch.memo(
-        session, ("results", job_id), lambda: jobs_store.results_of_job(session, job_id=job_id)
-    )
-    return {row.nodeid: row.outcome for row in rows} if rows else None
+    """The finished job's outcomes per node id (None while it runs, or when it recorded how
+    many tests did what but not which)."""
+    outcomes = read_batch.outcomes_of(session, job)
+    return dict(outcomes.tests) if outcomes is not None and outcomes.per_test else None

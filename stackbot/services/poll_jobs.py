@@ -21,8 +21,8 @@ from stackbot.db.models import Repository
 from stackbot.domain.integration import RunKind
 from stackbot.domain.tasks import PollJobs, Report
 from stackbot.domain.types import PrNumber, RepoName
-from stackbot.services import jobs as job_service
 from stackbot.services import test_plan
+from stackbot.services.job_execution import JobBackend, advance_jobs
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
 
@@ -38,7 +38,7 @@ def handle_poll_jobs(ctx: ServiceContext, task: PollJobs) -> None:
             for r in store.list_repositories(session)
             if r.id is not None
         }
-    backend = job_service.JobBackend(
+    backend = JobBackend(
         executor=resources.executor(),
         test_sets=resources.test_sets(),
         own_tests=resources.own_tests(),
@@ -46,7 +46,7 @@ def handle_poll_jobs(ctx: ServiceContext, task: PollJobs) -> None:
         node_check=settings.job_node_check,
         per_series_limit=settings.max_running_jobs_per_series,
     )
-    advance = job_service.advance_jobs(ctx.engine, backend, repo_url_of=repo_urls)
+    advance = advance_jobs(ctx.engine, backend, repo_url_of=repo_urls)
     planned = replan_after(ctx.engine, advance.finished, settings=settings)
     if advance.changed:
         changed = advance.submitted + advance.started + advance.finished

@@ -13,6 +13,8 @@ from sqlmodel import Session
 
 from stackbot.db import integration_store, jobs_store
 from stackbot.db.models import IntegrationStep, Job
+from stackbot.domain.comparison import TestOutcomes
+from stackbot.domain.job_outcomes import job_outcomes
 
 T = TypeVar("T")
 MEMO = "stackbot.report_views.batch"
@@ -64,3 +66,34 @@ def baselines_on(session: Session, repo_id: int, commit_sha: str) -> Sequence[Jo
         ("baselines on", repo_id, commit_sha),
         lambda: jobs_store.baselines_on(session, repo_id=repo_id, commit_sha=commit_sha),
     )
+
+
+def outcomes_of(session: Session, job: Job) -> TestOutcomes | None:
+    """What the job's tests did (:func:`stackbot.domain.job_outcomes.job_outcomes` of its row),
+    read once per batch; its per-test rows are read only when its result cannot be."""
+    if job.id is None:
+        return job_outcomes(job.status, job.result, job.counts, dict)
+    job_id = job.id
+
+    def stored_tests() -> dict[str, str]:
+        rows = memo(
+            session, ("results", job_id), lambda: jobs_store.results_of_job(session, job_id=job_id)
+        )
+        return {row.nodeid: row.outcome for row in rows}
+
+    return memo(
+        session,
+        ("outcomes", job_id),
+        lambda: job_outcomes(job.status, job.result, job.counts, stored_tests),
+    )
+
+
+def prefetch_results(session: Session, jobs: Sequence[Job]) -> None:
+    """In a batch, the per-test rows of every job about to be shown, in one query."""
+    table = memo_table(session)
+    if table is None:
+        return
+    wanted = [j.id for j in jobs if j.id is not None and ("results", j.id) not in table]
+    if wanted:
+        for job_id, rows in jobs_store.results_of_jobs(session, job_ids=wanted).items():
+            table[("results", job_id)] = rows

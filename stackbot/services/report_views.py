@@ -1,7 +1,9 @@
-"""Build a PR's :class:`~stackbot.domain.report.PrReportView` from what the database holds.
+"""Build a PR's :class:`~stackbot.domain.report_view.PrReportView` from what the database holds.
 
-This is the one place that reads stored integration runs, jobs and approvals for reports;
-rendering (pure) and publishing (GitHub writes) take the view from here.
+This is the one place that reads stored integration runs, jobs and approvals for reports (a
+run's test rows are :mod:`stackbot.services.report_rows`', its findings
+:mod:`stackbot.services.report_findings`'); rendering (pure) and publishing (GitHub writes)
+take the view from here.
 
 Which data a view shows: the approval of the PR's current head (else the latest earlier one,
 to say it does not carry over); the stored dependency edges; the newest stack run of the PR that
@@ -12,13 +14,11 @@ each test job the newest baseline job on the run's base commit with the same tes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
-from gpu_jobs.spec import ContractError
-from gpu_jobs.testsets import own_test_set_pr
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db import integration_store, jobs_store
@@ -28,29 +28,22 @@ from stackbot.db.models import (
     IntegrationStep,
     Job,
     PullRequest,
-    TestFinding,
 )
-from stackbot.db.models.jobs import FINISHED_STATES
-from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.domain.integration import RunKind
-from stackbot.domain.report import (
+from stackbot.domain.report_view import (
     AllowlistView,
     ApprovalView,
-    FindingView,
     IntegrationView,
     PrRef,
     PrReportView,
-    ReusedFrom,
     StackView,
     StepView,
-    TestRow,
 )
-from stackbot.domain.retries import Attempt, retry_chain
-from stackbot.errors import BadInput
 from stackbot.services import read_batch
 from stackbot.services.own_tests import own_tests_views
-from stackbot.services.read_batch import baselines_on, batch, memo, memo_table
-from stackbot.services.test_plan import merged_order
+from stackbot.services.read_batch import batch, memo, memo_table
+from stackbot.services.report_findings import series_findings
+from stackbot.services.report_rows import run_baselines, run_test_rows
 
 
 @dataclass(frozen=True)
@@ -64,6 +57,7 @@ class _RepoGraph:
 def build_report_views(
     session: Session, settings: Settings, *, repo: str, numbers: Sequence[int]
 ) -> list[PrReportView]:
+    """The views of many PRs of one repository, reading what they share once (a batch)."""
     repository = store.get_repository(session, full_name=repo)
     if repository is None or repository.id is None:
         return []
@@ -122,13 +116,8 @@ def _preload(session: Session, repo_id: int, numbers: list[int], graph: _RepoGra
         table[("steps", run_id)] = steps
     shown = [job for jobs in jobs_by_run.values() for job in jobs]
     for run in runs:
-        baselines = memo(
-            session,
-            ("baselines", run.repo_id, run.base_sha),
-            lambda run=run: _baselines(session, run),  # type: ignore[misc]
-        )
-        shown.extend(baselines.values())
-    _prefetch_results(session, shown)
+        shown.extend(run_baselines(session, run).values())
+    read_batch.prefetch_results(session, shown)
 
 
 def build_report_view(
@@ -139,6 +128,7 @@ def build_report_view(
     number: int,
     graph: _RepoGraph | None = None,
 ) -> PrReportView | None:
+    """One PR's report view from the stored state (None for a PR or repository not stored)."""
     repository = memo(
         session, ("repository", repo), lambda: store.get_repository(session, full_name=repo)
     )
@@ -177,9 +167,11 @@ def build_report_view(
         else None
     )
     generated = set(settings.generated_files)
-    tests, main_sha = _test_rows(session, stack_run, base_url, number) if stack_run else ((), None)
+    tests, main_sha = (
+        run_test_rows(session, stack_run, base_url, number) if stack_run else ((), None)
+    )
     series_tests, series_main = (
-        _test_rows(session, series_run, base_url, number) if series_run else ((), None)
+        run_test_rows(session, series_run, base_url, number) if series_run else ((), None)
     )
     return PrReportView(
         repo=repo,
@@ -271,67 +263,6 @@ def _latest_run(
     return None
 
 
-def series_findings(session: Session, run: IntegrationRun) -> tuple[FindingView, ...]:
-    """The series run's failing tests as the test plan classed them, with the PR at each end of
-    a bisection's last interval (two queries whatever the number of findings)."""
-    assert run.id is not None
-    rows = jobs_store.findings_of_run(session, run_id=run.id)
-    if not rows:
-        return ()
-    order = merged_order(integration_store.steps_of(session, run_id=run.id))
-    ids = {int(j) for row in rows for j in (row.evidence or {}).get("jobs") or []}
-    jobs = session.exec(select(Job).where(col(Job.id).in_(sorted(ids)))).all() if ids else []
-    roles = {job.id: _role(job) for job in jobs if job.id is not None}
-    return tuple(finding_view(row, order, roles) for row in rows)
-
-
-def _role(job: Job) -> str:
-    if job.purpose == "confirm":
-        return "confirming rerun of the series tree"
-    if job.purpose == "bisect":
-        n = job.step_position or 0
-        return f"bisection: the first {n} PR{'' if n == 1 else 's'}"
-    if job.purpose == "retry":
-        excluded = ", ".join(job.excluded_nodes) or "none"
-        return f"retried on another node (excluded: {excluded})"
-    if job.purpose == "baseline":
-        return "main"
-    return "series tree"
-
-
-def finding_view(
-    row: TestFinding, order: Sequence[int], roles: dict[int, str] | None = None
-) -> FindingView:
-    evidence = row.evidence or {}
-    passes_at, fails_at = _int(evidence.get("passes_at")), _int(evidence.get("fails_at"))
-
-    def pr_at(position: int | None) -> int | None:
-        if position is None or position < 1 or position > len(order):
-            return None
-        return order[position - 1]
-
-    def ids(key: str) -> tuple[int, ...]:
-        value = evidence.get(key)
-        return tuple(int(j) for j in value) if isinstance(value, list) else ()
-
-    return FindingView(
-        test_set=row.test_set,
-        shape=row.shape,
-        nodeid=row.nodeid,
-        failure_class=row.failure_class,
-        pr=row.pr_number,
-        jobs=ids("jobs"),
-        passes_at=passes_at,
-        fails_at=fails_at,
-        passes_pr=pr_at(passes_at),
-        fails_pr=pr_at(fails_at),
-        note=str(evidence["note"]) if evidence.get("note") else None,
-        failed_in=ids("failed_in"),
-        passed_in=ids("passed_in"),
-        roles=tuple((j, (roles or {}).get(j, "job")) for j in ids("jobs")),
-    )
-
-
 def _integration(
     session: Session, run: IntegrationRun | None, generated: set[str], base_url: str
 ) -> IntegrationView | None:
@@ -406,158 +337,3 @@ def _entry_text(item: Any) -> str:
         count = item.get("count")
         return f"{text} ×{count}" if isinstance(count, int) and count > 1 else text
     return str(item)
-
-
-# -- tests ------------------------------------------------------------------------------------
-
-
-def _test_rows(
-    session: Session, run: IntegrationRun, base_url: str, number: int | None = None
-) -> tuple[tuple[TestRow, ...], str | None]:
-    assert run.id is not None
-    run_id = run.id
-    jobs = read_batch.jobs_of_run(session, run_id)
-    common, own_by_pr = memo(session, ("newest jobs", run_id), lambda: _newest_jobs(jobs))
-    # a PR's own test files: on that PR only
-    newest = {**common, **(own_by_pr.get(number, {}) if number is not None else {})}
-    baselines = memo(
-        session, ("baselines", run.repo_id, run.base_sha), lambda: _baselines(session, run)
-    )
-    _prefetch_results(session, [*newest.values(), *baselines.values()])
-    links = memo(session, ("retry links", run_id), lambda: _RetryLinks.of(jobs))
-    rows = tuple(
-        replace(
-            _row(session, job, baselines.get(label), base_url, _none_on_main(session, run, job)),
-            attempts=links.attempts(job, base_url),
-        )
-        for label, job in sorted(newest.items())
-    )
-    return rows, (run.base_sha or None) if rows else None
-
-
-@dataclass(frozen=True)
-class _RetryLinks:
-    """A run's jobs by id and which job each retry retries: every attempt of a run's tree is a
-    job of the run, so a row's retry chain is read without a query."""
-
-    jobs: dict[int, Job]
-    retry_of: dict[int, int | None]
-
-    @classmethod
-    def of(cls, jobs: Sequence[Job]) -> _RetryLinks:
-        by_id = {job.id: job for job in jobs if job.id is not None}
-        return cls(by_id, {i: j.retry_of_job_id for i, j in by_id.items() if j.purpose == "retry"})
-
-    def attempts(self, job: Job, base_url: str) -> tuple[Attempt, ...]:
-        """A retry's attempts, oldest first, ending with it; empty for a job that retries
-        nothing."""
-        if job.purpose != "retry" or job.id is None:
-            return ()
-        chain = [self.jobs[i] for i in retry_chain(job.id, self.retry_of) if i in self.jobs]
-        return tuple(
-            Attempt(j.id or 0, j.status, j.node, j.error, f"{base_url}/jobs/{j.id}") for j in chain
-        )
-
-
-def _newest_jobs(
-    jobs: Sequence[Job],
-) -> tuple[dict[tuple[str, str], Job], dict[int, dict[tuple[str, str], Job]]]:
-    """A run's newest job per (test set, shape) on the run's own tree: the configured sets',
-    and each PR's own test files' (``own:N``) by PR. A bisection probe tests a prefix of the
-    series, another tree: it is never the row (its result is the findings' evidence)."""
-    common: dict[tuple[str, str], Job] = {}
-    own_by_pr: dict[int, dict[tuple[str, str], Job]] = {}
-    for job in jobs:
-        if job.step_position is not None:
-            continue
-        own = own_test_set_pr(job.test_set)
-        target = common if own is None else own_by_pr.setdefault(own, {})
-        target[(job.test_set, job.shape)] = job
-    return common, own_by_pr
-
-
-def _baselines(session: Session, run: IntegrationRun) -> dict[tuple[str, str], Job]:
-    if not run.base_sha:
-        return {}
-    found: dict[tuple[str, str], Job] = {}
-    for job in jobs_store.finished_baselines(session, repo_id=run.repo_id, commit_sha=run.base_sha):
-        found[(job.test_set, job.shape)] = job  # the newest wins
-    return found
-
-
-def _none_on_main(session: Session, run: IntegrationRun, job: Job) -> bool:
-    """Whether ``job`` runs a PR's own test files of which main has none (no baseline is made:
-    main's side is empty, not pending)."""
-    if own_test_set_pr(job.test_set) is None:
-        return False
-    baselines = baselines_on(session, run.repo_id, run.base_sha)
-    return not any((b.test_set, b.shape) == (job.test_set, job.shape) for b in baselines)
-
-
-def _row(
-    session: Session, job: Job, baseline: Job | None, base_url: str, none_on_main: bool = False
-) -> TestRow:
-    comparison = None
-    if job.status in FINISHED_STATES:
-        here = _outcomes(session, job)
-        if here is not None:
-            main = _outcomes(session, baseline) if baseline is not None else None
-            if none_on_main:
-                main = TestOutcomes("passed", Counts(), {})
-            comparison = compare_with_main(here, main)
-    reused = None
-    if job.reused_from_job_id is not None:
-        source_id = job.reused_from_job_id
-        source = memo(
-            session, ("job", source_id), lambda: jobs_store.get_job(session, job_id=source_id)
-        )
-        reused = ReusedFrom(source.integration_run_id if source else None, job.reused_from_job_id)
-    return TestRow(
-        test_set=job.test_set,
-        shape=job.shape,
-        status=job.status,
-        comparison=comparison,
-        reused_from=reused,
-        url=f"{base_url}/jobs/{job.id}",
-        error=(job.error or "").strip().splitlines()[-1][:200] if job.error else None,
-    )
-
-
-def _prefetch_results(session: Session, jobs: Sequence[Job]) -> None:
-    """In a batch, the per-test rows of every job about to be shown, in one query."""
-    table = memo_table(session)
-    if table is None:
-        return
-    wanted = [j.id for j in jobs if j.id is not None and ("results", j.id) not in table]
-    if wanted:
-        for job_id, rows in jobs_store.results_of_jobs(session, job_ids=wanted).items():
-            table[("results", job_id)] = rows
-
-
-def _outcomes(session: Session, job: Job) -> TestOutcomes | None:
-    """The job's results: its stored result JSON, else its per-test rows, else its counts."""
-    assert job.id is not None
-    job_id = job.id
-    return memo(session, ("outcomes", job_id), lambda: _job_outcomes(session, job))
-
-
-def _job_outcomes(session: Session, job: Job) -> TestOutcomes | None:
-    if job.result:
-        try:
-            return TestOutcomes.from_result_json({**job.result, "status": job.status})
-        except BadInput:
-            pass  # an unreadable result: fall back to what else the job recorded
-    assert job.id is not None
-    job_id = job.id
-    rows = memo(
-        session, ("results", job_id), lambda: jobs_store.results_of_job(session, job_id=job_id)
-    )
-    tests = {row.nodeid: row.outcome for row in rows}
-    if tests:
-        return TestOutcomes(job.status, Counts.of_tests(tests), tests)
-    if job.counts:
-        try:
-            return TestOutcomes(job.status, Counts.from_mapping(job.counts), {})
-        except ContractError:
-            return None
-    return None

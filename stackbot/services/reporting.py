@@ -27,17 +27,15 @@ from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
-from stackbot.domain.report import (
-    MARKER,
-    CheckRunContent,
-    PrReportView,
+from stackbot.domain.report import MARKER, render_sticky_comment
+from stackbot.domain.report_checks import (
     ordered_rows,
     render_approval_check,
     render_check_run,
     render_integration_check,
     render_series_tests_check,
-    render_sticky_comment,
 )
+from stackbot.domain.report_view import CheckRunContent, PrReportView
 from stackbot.domain.tasks import Report
 from stackbot.domain.types import PrNumber, RepoName
 from stackbot.services.report_views import build_report_views

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from gpu_jobs.spec import ContractError, JobResult
 from stackbot.db import integration_store, jobs_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, IntegrationStep, Job, TestFinding
@@ -40,6 +39,7 @@ from stackbot.domain.test_plan import (
     plan_tree,
 )
 from stackbot.domain.types import PrNumber
+from stackbot.services import read_batch
 from stackbot.services.jobs import copy_outcome
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def _plan_once(
         layers, commits = _layers(steps)
         configs = _configs(tree_jobs)
         hashes = {config: job.config_hash for job in tree_jobs if (config := _config(job))}
-        facts = [_fact(job) for job in jobs]
+        facts = [_fact(session, job) for job in jobs]
         main = _main_results(session, run, configs)
         known = _known_results(session, layers, hashes, run_id=run.id)
         bisect = run.kind == RunKind.SERIES
@@ -219,16 +219,13 @@ def _configs(tree_jobs: Sequence[Job]) -> list[Config]:
     return sorted({_config(job) for job in tree_jobs})
 
 
-def _tests(job: Job) -> dict[str, str]:
-    if job.status not in FINISHED_STATES or not job.result:
-        return {}
-    try:
-        return dict(JobResult.from_stored(job.result).outcomes())
-    except ContractError:
-        return {}
+def _tests(session: Session, job: Job) -> dict[str, str]:
+    """The finished job's outcomes per node id, read as the report reads them."""
+    outcomes = read_batch.outcomes_of(session, job)
+    return dict(outcomes.tests) if outcomes is not None else {}
 
 
-def _fact(job: Job) -> JobFact:
+def _fact(session: Session, job: Job) -> JobFact:
     assert job.id is not None
     return JobFact(
         id=job.id,
@@ -237,7 +234,7 @@ def _fact(job: Job) -> JobFact:
         step_position=job.step_position,
         attempt=job.attempt,
         status=job.status,
-        tests=_tests(job),
+        tests=_tests(session, job),
         node=job.node,
         retry_of=job.retry_of_job_id,
     )
@@ -261,7 +258,7 @@ def _main_results(
         if not counted:
             continue
         newest = counted[-1]
-        found[config] = _tests(newest) if newest.status in FINISHED_STATES else None
+        found[config] = _tests(session, newest) if newest.status in FINISHED_STATES else None
     return found
 
 
@@ -286,7 +283,7 @@ def _known_results(
             continue  # the run's own probes are read as its jobs
         key = (job.tree_sha, by_hash[job.config_hash])
         if job.status in FINISHED_STATES:
-            known[key] = _tests(job)
+            known[key] = _tests(session, job)
         else:
             known.setdefault(key, None)
     return known

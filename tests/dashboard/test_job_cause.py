@@ -15,7 +15,7 @@ from stackbot.config import load_settings
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, Job
 from stackbot.domain.report import render_sticky_comment
-from stackbot.services.jobs import record_result
+from stackbot.services.job_execution import record_result
 from stackbot.services.report_views import build_report_view
 from tests.support.dashboard_data import REPO, seed_series
 

@@ -19,11 +19,11 @@ from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import load_settings
 from stackbot.db.engine import session_scope
 from stackbot.db.models import PullRequest, Series
-from stackbot.domain.report import (
+from stackbot.domain.report import render_sticky_comment
+from stackbot.domain.report_checks import (
     render_approval_check,
     render_check_run,
     render_integration_check,
-    render_sticky_comment,
 )
 from stackbot.domain.report_view import PrReportView
 from stackbot.services.report_views import build_report_views

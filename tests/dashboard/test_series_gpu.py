@@ -21,7 +21,7 @@ from stackbot.config import Settings
 from stackbot.db import migrate
 from stackbot.db.engine import make_engine, session_scope
 from stackbot.db.models import IntegrationRun, Job
-from stackbot.services import jobs as job_service
+from stackbot.services import job_execution
 from tests.support import postgres
 from tests.support.series_sim import series_sim, sim_client
 
@@ -50,7 +50,7 @@ def _add_own_job(sim: Simulation, run_id: int, pr: int, seconds: float) -> int:
         job_id = job.id
     start = datetime(2026, 1, 2, tzinfo=UTC)
     nodeid = f"tests/unit_tests/test_layer_{pr}.py::test_own"
-    job_service.record_result(
+    job_execution.record_result(
         sim.engine,
         job_id,
         JobResult(

@@ -27,7 +27,7 @@ from gpu_jobs.spec import JobSpec
 from gpu_jobs.testsets import load_test_sets
 from stackbot.db.models import Job, Repository
 from stackbot.db.models.jobs import FINISHED_STATES
-from stackbot.services import jobs as job_service
+from stackbot.services import job_execution
 from tests.e2e.harness import main_files
 
 TEST_SETS = dedent("""
@@ -88,10 +88,10 @@ def setup(engine: Engine, tmp_path: Path) -> Setup:
     return Setup(engine, ids[0], ids[1], repo, jobs_dir, tmp_path / "pool")
 
 
-def backend_of(setup: Setup, executor: Executor) -> job_service.JobBackend:
+def backend_of(setup: Setup, executor: Executor) -> job_execution.JobBackend:
     test_sets = setup.repo.parent / "testsets.toml"
     test_sets.write_text(TEST_SETS)
-    return job_service.JobBackend(
+    return job_execution.JobBackend(
         executor=executor,
         test_sets=load_test_sets(test_sets),
         jobs_dir=setup.jobs_dir,
@@ -111,10 +111,10 @@ def job_row(setup: Setup) -> Job:
         return job
 
 
-def advance_until_finished(setup: Setup, backend: job_service.JobBackend) -> Job:
+def advance_until_finished(setup: Setup, backend: job_execution.JobBackend) -> Job:
     deadline = time.monotonic() + 300
     while True:
-        job_service.advance_jobs(
+        job_execution.advance_jobs(
             setup.engine, backend, repo_url_of={setup.repo_id: str(setup.repo)}
         )
         job = job_row(setup)
@@ -161,7 +161,7 @@ def test_a_pass_dying_after_the_start_is_adopted_not_started_again(setup: Setup)
     backend = backend_of(setup, executor)  # type: ignore[arg-type]
     urls = {setup.repo_id: str(setup.repo)}
     with pytest.raises(RuntimeError, match="worker killed"):
-        job_service.advance_jobs(setup.engine, backend, repo_url_of=urls)
+        job_execution.advance_jobs(setup.engine, backend, repo_url_of=urls)
     out_dir = setup.jobs_dir / f"job-{setup.job_id}"
     first_run = (out_dir / "launch.json").read_text() if (out_dir / "launch.json").exists() else ""
     job = advance_until_finished(setup, backend)  # the task retried
@@ -231,15 +231,15 @@ def test_a_slurm_job_left_starting_is_adopted_once_slurm_answers_never_resubmitt
     backend = backend_of(setup, executor)
     urls = {setup.repo_id: str(setup.repo)}
 
-    job_service.advance_jobs(setup.engine, backend, repo_url_of=urls)
+    job_execution.advance_jobs(setup.engine, backend, repo_url_of=urls)
     job = job_row(setup)
     assert (job.status, job.error, job.external_id) == ("starting", None, None)
 
     executor.up = True
-    job_service.advance_jobs(setup.engine, backend, repo_url_of=urls)
+    job_execution.advance_jobs(setup.engine, backend, repo_url_of=urls)
     job = job_row(setup)
     assert job.status == "submitted" and job.external_id is not None
     assert JobHandle.from_str(job.external_id).data["slurm_job_id"] == "41"
-    job_service.advance_jobs(setup.engine, backend, repo_url_of=urls)
+    job_execution.advance_jobs(setup.engine, backend, repo_url_of=urls)
     assert job_row(setup).status == "running"
     assert not [argv for argv in executor.commands if argv[0] == "sbatch"]

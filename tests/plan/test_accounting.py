@@ -1,6 +1,6 @@
 """GPU accounting (issue 13 point 5) on both databases: each finished job records nodes x GPUs
-per node x wall seconds through jobs.record_result, reused copies cost 0 and count as saved, and
-the store's sums agree with the timing executor's own account (bench_test_plan's gpu_hours)."""
+per node x wall seconds through job_execution.record_result, reused copies cost 0 and count as
+saved, and the store's sums agree with the timing executor's own account (bench_test_plan's gpu_hours)."""
 
 from __future__ import annotations
 

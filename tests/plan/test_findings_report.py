@@ -15,17 +15,18 @@ from benchmarks.plan_sim import Injected, Simulation
 from stackbot.config import Settings
 from stackbot.db import jobs_store
 from stackbot.db.models import IntegrationRun
-from stackbot.domain.report import (
+from stackbot.domain.report import render_sticky_comment
+from stackbot.domain.report_checks import render_series_tests_check
+from stackbot.domain.report_view import (
     ApprovalView,
     IntegrationView,
     PrRef,
     PrReportView,
     StackView,
     StepView,
-    render_series_tests_check,
-    render_sticky_comment,
 )
-from stackbot.services.report_views import _test_rows, series_findings
+from stackbot.services.report_findings import series_findings
+from stackbot.services.report_rows import run_test_rows
 from stackbot.web.readmodel.cells import cells_of_runs
 
 PRS = 8
@@ -181,7 +182,7 @@ def test_the_series_rows_show_the_series_tree_not_the_last_bisection_probe(
         probes = [j for j in jobs if j.step_position is not None]
         assert probes and probes[-1].id == max(j.id or 0 for j in jobs)
         assert probes[-1].status == "passed"
-        rows, _ = _test_rows(session, run, "", None)
+        rows, _ = run_test_rows(session, run, "", None)
         cells = cells_of_runs(session, [run])[run_id]
     [row] = [r for r in rows if r.label == "amax-group 1x4"]
     assert row.status == "failed" and row.comparison is not None

@@ -39,7 +39,7 @@ from stackbot.domain.pipeline import PrState
 from stackbot.domain.report import render_sticky_comment
 from stackbot.domain.report_view import ApprovalView, PrRef, PrReportView
 from stackbot.domain.types import PrNumber
-from stackbot.services import integrate
+from stackbot.services import integrate, job_execution
 from stackbot.services import jobs as job_service
 from stackbot.services import own_tests as own_service
 
@@ -419,7 +419,7 @@ def test_the_job_runs_the_prs_files(engine: Engine, settings: Settings) -> None:
         run_id = run.id
     _create(engine, settings, run_id)
     [job] = [j for j in _jobs(engine) if j.kind == "integration"]
-    backend = job_service.JobBackend(
+    backend = job_execution.JobBackend(
         executor=None,  # type: ignore[arg-type]
         test_sets={},
         jobs_dir=Path("."),
@@ -432,7 +432,7 @@ def test_the_job_runs_the_prs_files(engine: Engine, settings: Settings) -> None:
     assert spec.targets == ("tests/unit_tests/test_ctx.py", "tests/unit_tests/test_new.py")
     assert spec.test_set == "own:8035" and str(spec.shape) == "1x4"
     # Without [own_tests] any more, the job cannot run (it fails with a message, not a crash).
-    assert job_service.JobBackend(None, {}, Path("."), False).test_set_of(job) is None  # type: ignore[arg-type]
+    assert job_execution.JobBackend(None, {}, Path("."), False).test_set_of(job) is None  # type: ignore[arg-type]
 
 
 # -- per-file comparison and the comment ------------------------------------------------------
@@ -465,7 +465,7 @@ def test_the_comment_compares_each_file_with_main(engine: Engine, settings: Sett
     main = {f"{ctx}::test_{i}": "passed" for i in range(5)}
     tree_job = jobs[("integration", "own:8035", "1x4")]
     assert tree_job.id is not None
-    job_service.record_result(engine, tree_job.id, _result(tree_job.id, here), node="n1")
+    job_execution.record_result(engine, tree_job.id, _result(tree_job.id, here), node="n1")
 
     def view(number: int) -> OwnTestsView | None:
         with Session(engine) as session:
@@ -485,7 +485,7 @@ def test_the_comment_compares_each_file_with_main(engine: Engine, settings: Sett
     ]
     baseline = jobs[("baseline", "own:8035", "1x4")]
     assert baseline.id is not None
-    job_service.record_result(engine, baseline.id, _result(baseline.id, main), node="n2")
+    job_execution.record_result(engine, baseline.id, _result(baseline.id, main), node="n2")
     own = view(8035)
     assert own is not None
     text = render_own_tests(own)
@@ -610,8 +610,8 @@ def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
     engine: Engine, settings: Settings
 ) -> None:
     from stackbot.db.models import PullRequest
-    from stackbot.domain.report import render_check_run
-    from stackbot.services import report_views
+    from stackbot.domain.report_checks import render_check_run
+    from stackbot.services import report_rows, report_views
 
     with session_scope(engine) as session:
         run = _run(session, "stack", [(8034, "h8034"), (8035, "h8035")], own=FILES)
@@ -631,14 +631,14 @@ def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
         job_id = jobs[key].id
         assert job_id is not None
         tests = {"tests/unit_tests/test_new.py::test_a": "passed"}
-        job_service.record_result(engine, job_id, _result(job_id, tests), node="n")
+        job_execution.record_result(engine, job_id, _result(job_id, tests), node="n")
     with Session(engine) as session:
         view = report_views.build_report_view(
             session, settings, repo="NVIDIA/Megatron-LM", number=8035
         )
         run_row = integration_store.get_run(session, run_id=run_id)
         assert run_row is not None
-        rows_8034, _ = report_views._test_rows(session, run_row, "", 8034)
+        rows_8034, _ = report_rows.run_test_rows(session, run_row, "", 8034)
     assert view is not None
     # 8035's own job is its test row (and check run); 8034's is not.
     assert [(r.test_set, r.shape) for r in view.tests] == [("own:8035", "1x4")]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
-from stackbot.domain.report import (
+from stackbot.domain.report_view import (
     AllowlistView,
     ApprovalView,
     IntegrationView,

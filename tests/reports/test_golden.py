@@ -12,16 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from stackbot.domain.report import (
-    MARKER,
-    PrReportView,
+from stackbot.domain.report import MARKER, render_status_reply, render_sticky_comment
+from stackbot.domain.report_checks import (
     ordered_rows,
     render_approval_check,
     render_check_run,
     render_integration_check,
-    render_status_reply,
-    render_sticky_comment,
 )
+from stackbot.domain.report_view import PrReportView
 from tests.reports.cases import CASES
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -13,7 +13,8 @@ import pytest
 from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
-from stackbot.domain.report import MARKER, ApprovalView, PrRef, PrReportView, TestRow
+from stackbot.domain.report import MARKER
+from stackbot.domain.report_view import ApprovalView, PrRef, PrReportView, TestRow
 from stackbot.services.report_views import build_report_views
 from stackbot.services.reporting import publish_reports
 from tests.sync.pipeline import Pipeline, open_pr, push

@@ -8,8 +8,9 @@ from dataclasses import replace
 import pytest
 
 from stackbot.domain.comparison import compare_with_main
-from stackbot.domain.report import render_check_run, render_sticky_comment
-from stackbot.domain.report import test_line as row_line
+from stackbot.domain.report import render_sticky_comment
+from stackbot.domain.report_checks import render_check_run
+from stackbot.domain.report_lines import test_line as row_line
 from stackbot.domain.retries import (
     Attempt,
     NotePart,

@@ -9,8 +9,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from stackbot.domain.comparison import compare_with_main
-from stackbot.domain.report import (
-    MARKER,
+from stackbot.domain.report import MARKER, render_sticky_comment
+from stackbot.domain.report_checks import (
+    ordered_rows,
+    render_approval_check,
+    render_check_run,
+    render_integration_check,
+)
+from stackbot.domain.report_view import (
     ApprovalView,
     IntegrationView,
     PrRef,
@@ -18,11 +24,6 @@ from stackbot.domain.report import (
     StackView,
     StepView,
     TestRow,
-    ordered_rows,
-    render_approval_check,
-    render_check_run,
-    render_integration_check,
-    render_sticky_comment,
 )
 from stackbot.domain.verdict import VerdictKind, decide, row_state
 from tests.reports.cases import AMAX, MAIN, SERIES_COMMIT, STACK_COMMIT, amax_tests, outcomes

@@ -4,7 +4,8 @@ that tree's). Series-first testing (issue 13) tests #8034 only on the series tre
 
 from __future__ import annotations
 
-from stackbot.domain.report import render_integration_check, render_sticky_comment
+from stackbot.domain.report import render_sticky_comment
+from stackbot.domain.report_checks import render_integration_check
 from stackbot.domain.verdict import VerdictKind, decide
 from tests.reports.cases import SERIES_COMMIT, STACK_COMMIT
 from tests.reports.test_verdict import view

@@ -8,7 +8,7 @@ from sqlmodel import Session
 
 from stackbot.db import integration_store
 from stackbot.db.models import IntegrationRun
-from stackbot.services.report_views import series_findings
+from stackbot.services.report_findings import series_findings
 from stackbot.web.readmodel.cells import cells_of_runs
 from stackbot.web.readmodel.summaries import RunSummary, StepRow, TestCell, run_summary, step_row
 
