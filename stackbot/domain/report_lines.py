@@ -7,7 +7,7 @@ from __future__ import annotations
 from stackbot.domain.comparison import Comparison
 from stackbot.domain.report_view import FindingView, PrReportView, ReusedFrom, TestRow
 from stackbot.domain.retries import note_markdown
-from stackbot.domain.verdict import ROW_ICON, row_state
+from stackbot.domain.verdict_kinds import ROW_ICON, row_state
 
 MAX_LISTED = 10  # test ids or paths listed inline before "and N more"
 
