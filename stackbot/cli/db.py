@@ -1,7 +1,9 @@
 """``stackbot db upgrade`` / ``downgrade``: the only way the schema is created.
 
-``downgrade`` needs the revision to go back to, and ``base`` (which drops every table) also
-needs ``--yes``. A database that cannot be opened, a corrupt SQLite file or an unwritable data
+``downgrade`` needs the revision to go back to. Before it runs, it says what it would undo and
+which tables it would drop, with their rows (worked out by :mod:`stackbot.db.downgrade_plan`,
+however the revision is spelled: ``base``, ``-8``, ``0001-1``, ``0008@base``, an id); one that
+drops a table holding rows, or every table, also needs ``--yes``. A database that cannot be opened, a corrupt SQLite file or an unwritable data
 directory is exit 2 with one line naming what to fix, never a traceback.
 """
 
@@ -23,11 +25,14 @@ def register(subparsers: Any) -> None:
     up.add_argument("--revision", default="head")
     up.set_defaults(handler=_upgrade)
     down = db_sub.add_parser(
-        "downgrade", help="migrate the database back to a revision (base: drop every table)"
+        "downgrade",
+        help="migrate the database back to a revision (dropping tables that hold rows needs --yes)",
     )
     down.add_argument("target", nargs="?", metavar="REVISION", help="the revision to go back to")
     down.add_argument("--revision", help="the same as REVISION")
-    down.add_argument("--yes", action="store_true", help="confirm `base`: drop every table")
+    down.add_argument(
+        "--yes", action="store_true", help="confirm dropping tables that hold rows (or every table)"
+    )
     down.set_defaults(handler=_downgrade)
 
 
@@ -46,18 +51,33 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 def _downgrade(args: argparse.Namespace) -> int:
     from stackbot.db import migrate
+    from stackbot.db.downgrade_plan import DowngradePlan, describe, plan_downgrade
 
     revision = args.target or args.revision
     if not revision:
         raise BadInput(
             "give the revision to go back to (`stackbot db downgrade REVISION`); "
-            "`base` drops every table and needs --yes"
+            "one that drops tables holding rows (`base`: every table) needs --yes"
         )
-    if revision == "base" and not args.yes:
-        raise BadInput("`downgrade base` drops every table: add --yes if that is what you want")
     settings = settings_or_bad_input()
+    plans: list[DowngradePlan] = []
+    _migrate(settings, lambda url: plans.append(plan_downgrade(url, revision)))
+    [plan] = plans
+    for line in describe(plan):
+        print(line)
+    if plan.needs_consent and not args.yes:
+        what = (
+            f"{len(plan.dropped)} table(s) holding {plan.rows_lost:,} row(s)"
+            if plan.rows_lost
+            else "every table"
+        )
+        raise BadInput(
+            f"`downgrade {revision}` drops {what}: add --yes if that is what you want "
+            "(back the database up first)"
+        )
     _migrate(settings, lambda url: migrate.downgrade(url, revision))
-    print(f"database at {_display(settings.effective_database_url)} is at {revision}")
+    at = ", ".join(plan.after) or "base"
+    print(f"database at {_display(settings.effective_database_url)} is at {at}")
     return 0
 
 
