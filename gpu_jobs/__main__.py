@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import uuid
@@ -115,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
+        _check_placement_options(args)
         spec = _spec_from(args)
     except (BadInput, ContractError) as exc:
         if args.spec is not None:  # a spec file: its job gets a result that says what is wrong
@@ -142,6 +144,16 @@ def _run(args: argparse.Namespace) -> int:
     )
     result = run_job(spec, options, stop)
     return EXIT_PASSED if result is not None and result.passed else EXIT_NOT_PASSED
+
+
+def _check_placement_options(args: argparse.Namespace) -> None:
+    """The command line's placement is checked as the spec's is (``launcher.master_port``)."""
+    if args.master_port is not None and not 1 <= args.master_port <= 65535:
+        raise BadInput(f"--master-port: {args.master_port} is not a TCP port (1 .. 65535)")
+    if args.nnodes is not None and args.nnodes < 1:
+        raise BadInput(f"--nnodes: {args.nnodes} is not a number of nodes")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise BadInput(f"--timeout: {args.timeout} is not a positive, finite number of seconds")
 
 
 def _spec_from(args: argparse.Namespace) -> JobSpec:
@@ -240,7 +252,7 @@ def _job_id_in(spec_path: Path) -> str:
     try:
         raw = json.loads(spec_path.read_bytes().decode("utf-8", errors="replace"))
         candidate = raw.get("job_id") if isinstance(raw, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         candidate = None
     if isinstance(candidate, str) and JOB_ID.fullmatch(candidate):
         return candidate

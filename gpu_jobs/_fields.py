@@ -160,3 +160,7 @@ def loads_json(text: str, what: str) -> object:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ContractError("<json>", f"the {what} is not valid JSON: {exc}") from None
+    except RecursionError:  # arrays or objects nested past what the parser can follow
+        raise ContractError(
+            "<json>", f"the {what} nests arrays or objects too deeply to be read"
+        ) from None

@@ -10,6 +10,7 @@ fields an older node may safely ignore.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
@@ -186,8 +187,10 @@ class JobSpec:
             raise ContractError("commit", "is required with repo_url")
         if self.commit is not None and not re.fullmatch(r"[0-9a-fA-F]{7,64}", self.commit):
             raise ContractError("commit", f"{self.commit!r} is not a hex commit id")
-        if not self.timeout_s > 0:
-            raise ContractError("timeout_s", f"must be positive, got {self.timeout_s}")
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):  # NaN, inf: no deadline
+            raise ContractError(
+                "timeout_s", f"must be a positive, finite number of seconds, got {self.timeout_s}"
+            )
         for key in self.env:
             if not _ENV_NAME.match(key):
                 raise ContractError(f"env.{key}", "is not a valid environment variable name")

@@ -22,6 +22,7 @@ from typing import Any
 from stackbot.adapters.git import GitMirror
 from stackbot.adapters.git_maintenance import shared_use
 from stackbot.config import Settings, load_settings
+from stackbot.domain.commands import MAX_PR_NUMBER
 from stackbot.domain.integration import (
     AllowlistReport,
     IntegrationRunResult,
@@ -77,18 +78,33 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=_integrate)
 
 
+def _pr_number(text: str) -> PrNumber | None:
+    """``N`` or ``#N`` with N a PR number GitHub can give (1 .. 2**31 - 1), else None."""
+    digits = text.removeprefix("#")
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 10:
+        return None
+    number = int(digits)
+    return PrNumber(number) if 1 <= number <= MAX_PR_NUMBER else None
+
+
 def _pr_ref(text: str) -> tuple[PrNumber, str]:
     number, sep, ref = text.partition("=")
-    if not sep or not ref or not number.lstrip("#").isdigit() or int(number.lstrip("#")) <= 0:
-        raise argparse.ArgumentTypeError(f"--pr must be N=REF with N a PR number, got {text!r}")
-    return PrNumber(int(number.lstrip("#"))), ref
+    pr = _pr_number(number)
+    if not sep or not ref or pr is None:
+        raise argparse.ArgumentTypeError(
+            f"--pr must be N=REF with N a PR number (1 .. {MAX_PR_NUMBER}), got {text!r}"
+        )
+    return pr, ref
 
 
 def _dependency(text: str) -> tuple[PrNumber, PrNumber]:
     child, sep, parent = text.partition("=")
-    if not sep or not child.lstrip("#").isdigit() or not parent.lstrip("#").isdigit():
-        raise argparse.ArgumentTypeError(f"--depends must be N=M with PR numbers, got {text!r}")
-    return PrNumber(int(child.lstrip("#"))), PrNumber(int(parent.lstrip("#")))
+    child_pr, parent_pr = _pr_number(child), _pr_number(parent)
+    if not sep or child_pr is None or parent_pr is None:
+        raise argparse.ArgumentTypeError(
+            f"--depends must be N=M with PR numbers (1 .. {MAX_PR_NUMBER}), got {text!r}"
+        )
+    return child_pr, parent_pr
 
 
 def _integrate(args: argparse.Namespace) -> int:
