@@ -12,6 +12,22 @@ from stackbot.web.readmodel.tasks import last_data_change
 
 router = APIRouter(prefix="/api", tags=["api"])
 
+# What a route that looks one thing up answers when there is no such thing (``pages.or_404``).
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {
+        "description": "No such thing: `detail` says what was looked for",
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"detail": {"type": "string"}},
+                    "required": ["detail"],
+                }
+            }
+        },
+    }
+}
+
 
 @router.get("/series", summary="Every series with its status")
 def api_series(request: Request) -> list[dict[str, Any]]:
@@ -23,7 +39,7 @@ def api_series(request: Request) -> list[dict[str, Any]]:
     "/series/{slug}",
     summary="One series: graph, PRs, latest series run, conflicts",
     response_class=Response,
-    responses=page_cache.JSON_OBJECT,
+    responses={**page_cache.JSON_OBJECT, **NOT_FOUND},
 )
 def api_series_detail(request: Request, slug: str) -> Response:
     return pages.send_series(
@@ -35,7 +51,11 @@ def api_series_detail(request: Request, slug: str) -> Response:
     )
 
 
-@router.get("/series/{slug}/gpu", summary="GPU-hours of one series: per push, per PR, saved")
+@router.get(
+    "/series/{slug}/gpu",
+    summary="GPU-hours of one series: per push, per PR, saved",
+    responses=NOT_FOUND,
+)
 def api_series_gpu(request: Request, slug: str) -> dict[str, Any]:
     """GPU-hours the series' jobs spent by purpose (tree, confirm, bisect, retry), per push
     (``by_push``: each series run with the stack runs made with it), per PR (``by_pr``: its
@@ -47,7 +67,11 @@ def api_series_gpu(request: Request, slug: str) -> dict[str, Any]:
     return pages.series_gpu(request, slug).to_json()
 
 
-@router.get("/series/{slug}/flaky", summary="The tests one series found flaky, across runs")
+@router.get(
+    "/series/{slug}/flaky",
+    summary="The tests one series found flaky, across runs",
+    responses=NOT_FOUND,
+)
 def api_series_flaky(request: Request, slug: str) -> dict[str, Any]:
     """Each test that failed on a run's tree and passed on the rerun of the same tree, with
     how many times, and for each time the failing job and the passing rerun (the jobs that
@@ -59,7 +83,7 @@ def api_series_flaky(request: Request, slug: str) -> dict[str, Any]:
     "/pulls/{number}",
     summary="One pull request with its stack, runs and tests",
     response_class=Response,
-    responses=page_cache.JSON_OBJECT,
+    responses={**page_cache.JSON_OBJECT, **NOT_FOUND},
 )
 def api_pull(request: Request, number: PullNumber) -> Response:
     return pages.send_pull(
@@ -88,7 +112,9 @@ def _pull_json(detail: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@router.get("/runs/{run_id}", summary="One integration run with its steps and jobs")
+@router.get(
+    "/runs/{run_id}", summary="One integration run with its steps and jobs", responses=NOT_FOUND
+)
 def api_run(request: Request, run_id: RowId) -> dict[str, Any]:
     with pages.session(request) as session:
         found = readmodel.run_detail(session, run_id)
@@ -107,7 +133,9 @@ def api_jobs(request: Request) -> dict[str, list[dict[str, Any]]]:
     return {name: [job.to_json() for job in jobs] for name, jobs in groups.items()}
 
 
-@router.get("/jobs/{job_id}", summary="One job with its per-test results and log")
+@router.get(
+    "/jobs/{job_id}", summary="One job with its per-test results and log", responses=NOT_FOUND
+)
 def api_job(request: Request, job_id: RowId) -> dict[str, Any]:
     return pages.job(request, job_id).to_json()
 
