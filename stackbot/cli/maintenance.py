@@ -2,7 +2,8 @@
 
 The same round the periodic ``maintenance`` task runs (:mod:`stackbot.services.maintenance`):
 run refs and job output past their retention, each mirror repacked, the runner cache pruned,
-disk use measured. ``--dry-run`` removes nothing and prints what would go. A round run by hand
+disk use measured. ``--dry-run`` removes nothing and prints what would go, and each area's disk
+use now and what it would be after. A round run by hand
 is recorded (unless dry) and shown on the dashboard like the scheduled ones. Exit 0 when every
 area was maintained, 1 when one failed (the line says which), 2 for bad input.
 """
@@ -62,11 +63,20 @@ def _run(args: argparse.Namespace) -> int:
         print(describe(report))
         for area in AREAS:
             use = report.usage.get(area)
-            if use is not None:
-                n = use.get("count")
-                count = "" if n is None else f", {n} {'entry' if n == 1 else 'entries'}"
-                print(f"  {area:<13} {human_bytes(use.get('bytes'))}{count}")
+            if use is None:
+                continue
+            if report.dry_run:  # nothing was removed: what it is now, and what it would be
+                now = report.usage_before.get(area, use)
+                print(f"  {area:<13} now {_use(now)}; after: {_use(use)}")
+            else:
+                print(f"  {area:<13} {_use(use)}")
     return EXIT_FAILED if report.errors else 0
+
+
+def _use(use: dict[str, int | None]) -> str:
+    n = use.get("count")
+    count = "" if n is None else f", {n} {'entry' if n == 1 else 'entries'}"
+    return f"{human_bytes(use.get('bytes'))}{count}"
 
 
 def _say(line: str) -> None:

@@ -51,11 +51,13 @@ AREAS = ("mirrors", "run_refs", "job_output", "runner_cache", "database")
 
 @dataclass
 class MaintenanceReport:
-    """What one round did (or, dry, would do) and the disk use it measured afterwards."""
+    """What one round did (or, dry, would do) and the disk use it measured before and after
+    (dry: what it would be after the removals; a mirror's repack is not foreseen)."""
 
     dry_run: bool = False
     freed: dict[str, int] = field(default_factory=dict)  # area -> bytes
     usage: dict[str, dict[str, int | None]] = field(default_factory=dict)
+    usage_before: dict[str, dict[str, int | None]] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -70,6 +72,7 @@ class MaintenanceReport:
             "dry_run": self.dry_run,
             "freed": self.freed,
             "usage": self.usage,
+            "usage_before": self.usage_before,
             "summary": self.summary,
             "errors": self.errors,
         }
@@ -111,6 +114,7 @@ def run_maintenance(
             log.warning("maintenance %s failed: %s", area, error)
     with Session(engine) as session:
         report.usage["database"] = {"bytes": store.database_bytes(session), "count": None}
+    report.usage_before["database"] = report.usage["database"]
     return report
 
 
@@ -139,6 +143,10 @@ def _mirrors(
         if directory.is_dir()
         else []
     )
+    report.usage_before["mirrors"] = {
+        "bytes": sum(mirrors.disk_usage(p) for p in git_dirs),
+        "count": len(git_dirs),
+    }
     refs_left = 0
     for git_dir in git_dirs:
         repo_id = repo_of_mirror.get(git_dir.name)
@@ -192,9 +200,10 @@ def _job_output(
     retention = settings.maintenance.job_output_retention_days
     directory = settings.jobs_dir
     dirs = sorted(p for p in directory.iterdir() if p.is_dir()) if directory.is_dir() else []
-    left_bytes = left = 0
+    left_bytes = left = total = 0
     for path in dirs:
         size = runner_cache.disk_usage(path)
+        total += size
         job_id = _job_id(path.name)
         row = jobs.get(job_id) if job_id is not None else None
         if job_id is None or job_id in keep.job_ids or (row is not None and not row.finished):
@@ -213,6 +222,7 @@ def _job_output(
         left_bytes += size
         left += 1
     report.usage["job_output"] = {"bytes": left_bytes, "count": left}
+    report.usage_before["job_output"] = {"bytes": total, "count": len(dirs)}
 
 
 def _job_id(name: str) -> int | None:
@@ -236,6 +246,10 @@ def _runner_cache(settings: Settings, report: MaintenanceReport, now: float, say
     report.usage["runner_cache"] = {
         "bytes": pruned.remaining_bytes,
         "count": pruned.remaining_entries,
+    }
+    report.usage_before["runner_cache"] = {
+        "bytes": pruned.remaining_bytes + pruned.freed_bytes,
+        "count": pruned.remaining_entries + len(pruned.removed),
     }
 
 

@@ -129,3 +129,27 @@ def test_a_failed_area_is_named_without_its_error_text(
     html = client.get("/maintenance").text
     assert "failed: mirrors" in _text(html)
     assert str(broken) not in html and "fatal" not in html
+
+
+def test_a_dry_run_shows_disk_use_now_and_after(
+    engine: Engine, settings: Settings, database_url: str, tmp_path: Path
+) -> None:
+    world = World(engine, settings, tmp_path)
+    run = world.run("pr-1", [1], days_ago=40, target=1)
+    job = world.job(run, status="passed", finished_days_ago=40)
+    env = {
+        "STACKBOT_DATABASE_URL": database_url,
+        "STACKBOT_DATA_DIR": str(settings.data_dir),
+        "STACKBOT_MAINTENANCE__JOB_OUTPUT_RETENTION_DAYS": "0",
+    }
+    dry = _cli("run", "--dry-run", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert f"would remove job-{job}" in dry.stderr
+    [line] = [line for line in dry.stdout.splitlines() if line.strip().startswith("job_output")]
+    # Nothing was removed: the job's output is still there, and the line says so.
+    assert (settings.jobs_dir / f"job-{job}").is_dir()
+    assert "now 24.0 KiB, 1 entry" in line.split("after")[0], line
+    assert line.split("after")[1].strip(": ") == "0 B, 0 entries", line
+    report = json.loads(_cli("run", "--dry-run", "--json", env=env).stdout)
+    assert report["usage_before"]["job_output"]["count"] == 1
+    assert report["usage"]["job_output"]["count"] == 0
