@@ -216,15 +216,41 @@ def mirror_and_allowlist(
 def open_mirror(source: str, settings: Settings, names: Sequence[str]) -> GitMirror:
     """The mirror of ``source`` under the data directory, with what ``names`` (the branches,
     refs and SHAs given on the command line) need fetched, and nothing else."""
+    check_names(names)
     settings.mirrors_dir.mkdir(parents=True, exist_ok=True)
     mirror = GitMirror.open_or_clone(
         source, settings.mirrors_dir, timeout=settings.git_fetch_timeout_s
     )
     refs = refs_to_fetch(names)
-    what = "every branch and PR head" if refs is None else ", ".join(refs)
-    _say(f"fetching {mirror.source} ({what}) into {mirror.git_dir}")
-    mirror.fetch(refs)
+    what = "every branch and PR head" if refs is None else ", ".join(map(shown, refs))
+    # The progress line is ended ("done" / "failed") before anything else is printed, so an
+    # error line never reads as the continuation of the fetch.
+    _say(f"fetching {shown(mirror.source)} ({what}) into {shown(str(mirror.git_dir))} ...", end="")
+    try:
+        mirror.fetch(refs)
+    except BaseException:
+        _say(" failed")
+        raise
+    _say(" done")
     return mirror
+
+
+def check_names(names: Sequence[str]) -> None:
+    """A name with whitespace or a control character is no ref git can fetch (and would split
+    the lines that show it): refused before anything is fetched."""
+    for name in names:
+        if not name or any(ch.isspace() or not ch.isprintable() for ch in name):
+            raise BadInput(
+                f"{shown(name)} is not a branch, ref or SHA git can fetch "
+                "(no spaces or control characters)"
+            )
+
+
+def shown(text: str) -> str:
+    """``text`` for one output line: as it is when printable without spaces, else quoted with
+    its escapes (a newline in a ref never splits the line)."""
+    plain = text and all(ch.isprintable() and not ch.isspace() for ch in text)
+    return text if plain else json.dumps(text)
 
 
 def refs_to_fetch(names: Sequence[str]) -> list[str] | None:
@@ -256,8 +282,8 @@ def _push_target(settings: Settings, name: str) -> PushTarget:
     return PushTarget(settings.push_remote, f"{settings.push_branch_prefix}{name}")
 
 
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+def _say(line: str, end: str = "\n") -> None:
+    print(line, file=sys.stderr, flush=True, end=end)
 
 
 def scan_progress(every: int = 500) -> Any:
