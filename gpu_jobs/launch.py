@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import gpu_jobs
+
 TREE_TOKEN_ENV = "GPU_JOBS_TREE"
 
 # NVLink multicast must stay off on the lent GPU machines; unbuffered output keeps the logs
@@ -44,6 +46,34 @@ def launch_env(base: Mapping[str, str], extra: Mapping[str, str], *, cpu: bool) 
     env.update(extra)
     env.update(HYGIENE_ENV)
     return env
+
+
+def runner_import_dir(where: Path) -> Path:
+    """A directory holding only a link to this runner's own package, for the ranks' PYTHONPATH.
+
+    The ranks run pytest in the tree under test with ``-p gpu_jobs.pytest_rank_plugin``; when
+    the runner was started from a source tree that is not installed (``python -m gpu_jobs`` in
+    a clone), nothing else would let them import it. Only the package is exposed, so nothing
+    else of the runner's checkout (its ``tests/``, say) can shadow the tree's own modules.
+    """
+    package = Path(gpu_jobs.__file__).resolve().parent
+    link = where / package.name
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() and link.resolve() != package:
+            link.unlink()
+        if not link.is_symlink():
+            link.symlink_to(package, target_is_directory=True)
+    except OSError:  # no links on this filesystem: the package's parent, with its neighbours
+        return package.parent
+    return where
+
+
+def with_python_path(env: Mapping[str, str], directory: Path) -> dict[str, str]:
+    """``env`` with ``directory`` first on PYTHONPATH, keeping the entries already there."""
+    existing = env.get("PYTHONPATH", "")
+    entries = [str(directory), *(e for e in existing.split(os.pathsep) if e)]
+    return {**env, "PYTHONPATH": os.pathsep.join(dict.fromkeys(entries))}
 
 
 @dataclass(frozen=True)

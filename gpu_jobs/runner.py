@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,8 +21,9 @@ from types import FrameType
 from typing import TextIO
 
 from gpu_jobs import checkout, node_prep
+from gpu_jobs.causes import find_cause, rank_output
 from gpu_jobs.junit import describe_ranks, junit_path, merge_ranks, read_rank_report
-from gpu_jobs.launch import launch_env, torchrun_argv
+from gpu_jobs.launch import launch_env, runner_import_dir, torchrun_argv, with_python_path
 from gpu_jobs.nodes import (
     NodeReport,
     StepVote,
@@ -234,10 +235,10 @@ class _NodeRun:
             raise Aborted("infra", f"the node-check suite {root / NODE_CHECK_TARGET} is missing")
         deadline = min(self.deadline, time.monotonic() + NODE_CHECK_LIMIT_S)
         outcome = self._phase("node_check", root, [NODE_CHECK_TARGET], device, deadline, offset=0)
-        problem = self._node_check_problem(outcome)
+        problem, cause = self._node_check_problem(outcome)
         self._update(node_check=outcome, node_check_message=problem)
         self._check_clock("node_check", outcome)
-        self._meet("node_check", StepVote(not problem, problem))
+        self._meet("node_check", StepVote(not problem, problem), cause)
 
     def _tests(self, tree: checkout.Tree, targets: list[str], device: str) -> None:
         outcome = self._phase("tests", tree.root, targets, device, self.deadline, offset=1)
@@ -277,7 +278,11 @@ class _NodeRun:
             out_dir=out_dir,
             argv=argv,
             cwd=cwd,
-            env=launch_env(_environ(), extra_env, cpu=device == "cpu"),
+            # The ranks import the runner's pytest plugin, installed or not.
+            env=with_python_path(
+                launch_env(_environ(), extra_env, cpu=device == "cpu"),
+                runner_import_dir(phase_dir / f"runner-path-node{self.node_rank}"),
+            ),
             ranks=self.ranks,
             node_rank=self.node_rank,
             deadline=deadline,
@@ -289,32 +294,48 @@ class _NodeRun:
         self._update(logs=logs)
         return outcome
 
-    def _node_check_problem(self, outcome: PhaseOutcome) -> str:
+    def _node_check_problem(self, outcome: PhaseOutcome) -> tuple[str, str]:
+        """What went wrong in the node check ("" when nothing did), and the error lines of the
+        first rank whose output names an error (the cause, as a test phase's errors have)."""
         if outcome.timed_out or outcome.hung_ranks:
-            return f"node check did not finish on ranks {describe_ranks(outcome.hung_ranks)}"
+            ranks = describe_ranks(outcome.hung_ranks)
+            return f"node check did not finish on ranks {ranks}", ""
         phase_dir = self.options.out_dir / "node_check"
         reports = {r: read_rank_report(junit_path(phase_dir, r), r) for r in self.ranks}
         silent = [rank for rank, report in reports.items() if report is None]
         if outcome.exit_code != 0 or silent:
+            summary, cause = self._rank_error(phase_dir, outcome, silent or self.ranks)
             return (
                 f"node check: torchrun exited {outcome.exit_code}, ranks "
-                f"{describe_ranks(silent) or 'none'} wrote no report; see {outcome.log}"
-            )
+                f"{describe_ranks(silent) or 'none'} wrote no report{summary}; see {outcome.log}"
+            ), cause
         merged = merge_ranks(reports, self.ranks)
         if merged.counts.total == 0:
-            return "node check collected no tests"
+            return "node check collected no tests", ""
         bad = [t for t in merged.tests if t.outcome not in ("passed", "skipped")]
         if bad:
-            return f"node check failed: {bad[0].nodeid}: {bad[0].message}"
-        return ""
+            return f"node check failed: {bad[0].nodeid}: {bad[0].message}", ""
+        return "", ""
 
-    def _meet(self, step: str, vote: StepVote) -> None:
+    def _rank_error(
+        self, phase_dir: Path, outcome: PhaseOutcome, ranks: Sequence[int]
+    ) -> tuple[str, str]:
+        gpus = self.spec.shape.gpus_per_node
+        for rank in ranks:
+            log = self.options.out_dir / outcome.log
+            lines = rank_output(phase_dir, log, self.node_rank, rank % gpus)
+            found = find_cause(lines)
+            if found is not None:
+                return f" ({found.summary})", f"rank {rank}:\n{found.excerpt}"
+        return "", ""
+
+    def _meet(self, step: str, vote: StepVote, cause: str = "") -> None:
         """Wait until every node voted on ``step``; any failed or missing vote stops this node."""
         out_dir, nnodes = self.options.out_dir, self.spec.shape.nodes
         announce(out_dir, step, self.node_rank, self.options.run_id, vote)
         self._voted = step
         if not vote.ok:
-            raise Aborted("infra", f"node {self.report.node_name}: {vote.message}")
+            raise Aborted("infra", f"node {self.report.node_name}: {vote.message}", cause=cause)
         if nnodes == 1:
             return
         self.say(f"{step}: waiting for the other nodes")
