@@ -21,6 +21,8 @@ from sqlmodel import Session, col, select
 
 from stackbot.config import Settings, load_settings
 from stackbot.db.models import PullRequest, Task, WebhookDelivery
+from stackbot.domain.payload_fields import PayloadFields
+from stackbot.errors import BadInput
 from stackbot.taskqueue import inbox
 from stackbot.web.app import create_app
 from stackbot.worker.handlers import service_registry
@@ -197,3 +199,9 @@ def test_hostile_signed_deliveries_end_processed_or_refused_with_a_reason(
     addresses += [f"/pulls/{n}" for n in (BIG, -1)] + [f"/api/pulls/{n}" for n in (BIG, -1)]
     answers = {a: client.get(a, headers={"Accept": "text/html"}).status_code for a in addresses}
     assert all(status < 500 for status in answers.values()), answers
+
+
+@pytest.mark.parametrize("number", [BIG, 2**31, 0, -1])
+def test_a_task_payload_with_a_pr_number_out_of_range_is_bad_input(number: int) -> None:
+    with pytest.raises(BadInput, match="PR number from 1 to 2147483647"):
+        PayloadFields("sync_pull", {"number": number}).pr_number()
