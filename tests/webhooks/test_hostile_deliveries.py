@@ -150,6 +150,18 @@ def test_hostile_signed_deliveries_end_processed_or_refused_with_a_reason(
     c.open_pull(
         REPO, author="alice", head="feature", title="A feature", number=1, files={"f.py": "x\n"}
     )
+    # A title and body with a NUL, as GitHub's API answers them to the sync (GitHub's JSON
+    # cannot carry a lone surrogate: the stand-in refuses to send one).
+    c.open_pull(
+        REPO,
+        author="alice",
+        head="hostile",
+        title=f"title {NUL}",
+        body=f"body {NUL}",
+        number=2,
+        files={"g.py": "y\n"},
+        message="hostile title",
+    )
     with caplog.at_level(logging.INFO):
         answers = [(event, *_post(client, event, payload)) for event, payload in HOSTILE]
         # Accepted (202) to be handled by the worker, or refused at once (400) with the field
@@ -172,6 +184,7 @@ def test_hostile_signed_deliveries_end_processed_or_refused_with_a_reason(
                 ignored_because=None,
             )
         assert _post(client, "pull_request", _pull_request(1))[0] == 202
+        assert _post(client, "pull_request", _pull_request(2))[0] == 202
         worker = Worker(engine, settings, service_registry(settings))
         worker.run_until_idle()
 
@@ -179,8 +192,8 @@ def test_hostile_signed_deliveries_end_processed_or_refused_with_a_reason(
         deliveries = list(session.exec(select(WebhookDelivery).order_by(col(WebhookDelivery.id))))
         tasks = list(session.exec(select(Task).order_by(col(Task.id))))
         numbers = [p.number for p in session.exec(select(PullRequest))]
-    assert len(deliveries) == sum(status == 202 for _, status, _ in answers) + len(HOSTILE) + 1
-    assert numbers == [1]
+    assert len(deliveries) == sum(status == 202 for _, status, _ in answers) + len(HOSTILE) + 2
+    assert sorted(numbers) == [1, 2]
     unsettled = [(d.event, d.status, d.error) for d in deliveries if d.status == "recorded"]
     assert not unsettled, unsettled
     unexplained = [
