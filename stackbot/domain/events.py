@@ -11,11 +11,12 @@ pure; the intake and the worker fetch the inputs and apply the result.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stackbot.domain.commands import parse_command
+from stackbot.domain.commands import MAX_PR_NUMBER, parse_command
 from stackbot.domain.tasks import (
     BaseMoved,
     CheckBase,
@@ -131,6 +132,18 @@ Event = (
 
 # -- field access -----------------------------------------------------------------------------
 
+# GitHub's ids are positive and fit a signed 64-bit column (BIGINT); its issue and PR numbers
+# fit a 32-bit one. A signed delivery outside these is refused by name, never stored.
+MAX_ID = 2**63 - 1
+# What no database text column can hold (a NUL; a lone surrogate, which has no UTF-8 form).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` as every database can store it: NULs dropped, lone surrogates as U+FFFD. For
+    prose (a comment's body) and for reasons recorded about a delivery, never for a name."""
+    return _UNSTORABLE.sub(lambda m: "" if m.group(0) == "\x00" else "\ufffd", text)
+
 
 class _Fields:
     """Typed reads from one JSON object, each error naming the full dotted path."""
@@ -154,19 +167,42 @@ class _Fields:
         return value
 
     def text(self, key: str) -> str:
+        """A name (login, ref, SHA): one with a character no database stores is refused (a
+        name changed to fit, "bo\\0b" → "bob", would name someone else)."""
         value: str = self._get(key, (str,), "a string", optional=False)
-        return value
+        return self._name_text(key, value)
 
     def opt_text(self, key: str) -> str | None:
         value: str | None = self._get(key, (str,), "a string", optional=True)
+        return None if value is None else self._name_text(key, value)
+
+    def prose(self, key: str, *, optional: bool = False) -> str:
+        """Free text (a comment's body): kept, with what no database stores taken out."""
+        value: str | None = self._get(key, (str,), "a string", optional=optional)
+        return storable(value or "")
+
+    def _name_text(self, key: str, value: str) -> str:
+        found = _UNSTORABLE.search(value)
+        if found is not None:
+            what = "a NUL" if found.group(0) == "\x00" else "a lone surrogate"
+            raise BadInput(f"{self._name(key)} contains {what} character")
         return value
 
-    def whole(self, key: str) -> int:
+    def whole(self, key: str, *, most: int = MAX_ID) -> int:
+        """A positive id (a PR or issue number: ``most`` = :data:`MAX_PR_NUMBER`)."""
         value: int = self._get(key, (int,), "an integer", optional=False)
-        return value
+        return self._in_range(key, value, most)
 
     def opt_whole(self, key: str) -> int | None:
         value: int | None = self._get(key, (int,), "an integer", optional=True)
+        return None if value is None else self._in_range(key, value, MAX_ID)
+
+    def number(self, key: str = "number") -> PrNumber:
+        return PrNumber(self.whole(key, most=MAX_PR_NUMBER))
+
+    def _in_range(self, key: str, value: int, most: int) -> int:
+        if not 1 <= value <= most:
+            raise BadInput(f"{self._name(key)} must be between 1 and {most}, got {value}")
         return value
 
     def flag(self, key: str) -> bool:
@@ -205,7 +241,9 @@ def _opt_repo(fields: _Fields) -> RepoName | None:
 
 def _ping(root: _Fields) -> PingEvent:
     return PingEvent(
-        zen=root.opt_text("zen") or "", hook_id=root.opt_whole("hook_id"), repo=_opt_repo(root)
+        zen=root.prose("zen", optional=True),
+        hook_id=root.opt_whole("hook_id"),
+        repo=_opt_repo(root),
     )
 
 
@@ -217,7 +255,7 @@ def _pull_request(root: _Fields, action: str) -> PullRequestEvent:
     return PullRequestEvent(
         action=action,
         repo=_repo(root),
-        number=PrNumber(pr.whole("number")),
+        number=pr.number(),
         head_ref=head.text("ref"),
         head_sha=Sha(head.text("sha")),
         base_ref=base.text("ref"),
@@ -235,11 +273,11 @@ def _issue_comment(root: _Fields, action: str) -> IssueCommentEvent:
     return IssueCommentEvent(
         action=action,
         repo=_repo(root),
-        number=PrNumber(issue.whole("number")),
+        number=issue.number(),
         # GitHub marks an issue that is a pull request with a `pull_request` object.
         is_pull_request=issue.opt_obj("pull_request") is not None,
         comment_id=comment.whole("id"),
-        body=comment.text("body"),
+        body=comment.prose("body"),
         author=comment.obj("user").text("login"),
         author_association=comment.opt_text("author_association") or "NONE",
         updated_at=comment.opt_text("updated_at") or "",
@@ -267,7 +305,7 @@ def _check_run(root: _Fields, action: str) -> CheckRunEvent:
         name=run.text("name"),
         head_sha=Sha(run.text("head_sha")),
         external_id=run.opt_text("external_id"),
-        pull_numbers=tuple(PrNumber(pr.whole("number")) for pr in run.objects("pull_requests")),
+        pull_numbers=tuple(pr.number() for pr in run.objects("pull_requests")),
     )
 
 

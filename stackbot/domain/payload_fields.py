@@ -3,7 +3,7 @@ field, for the payload classes of :mod:`stackbot.domain.tasks`.
 
 :meth:`PayloadFields.read` reads a field as the type its payload class declares for it, so a
 payload class needs no reader of its own: ``RepoName`` is ``owner/name``, ``PrNumber`` a
-positive whole number, ``tuple[PrNumber, ...]`` a list of them, ``int`` a whole number,
+whole number from 1 to 2³¹−1, ``tuple[PrNumber, ...]`` a list of them, ``int`` a whole number,
 ``bool`` true or false, and ``str`` (or a ``NewType`` of it, such as ``Sha``) a string;
 ``X | None`` also takes null or nothing. The typed ids are made here, where raw JSON enters.
 """
@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING
 from typing import Any, Union, get_args, get_origin
 
+from stackbot.domain.commands import MAX_PR_NUMBER
 from stackbot.domain.types import PrNumber, RepoName
 from stackbot.errors import BadInput
 
@@ -67,8 +68,8 @@ class PayloadFields:
 
     def pr_number(self, name: str = "number") -> PrNumber:
         value = self.payload.get(name)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise self._fail(name, "a positive PR number")
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_PR_NUMBER:
+            raise self._fail(name, f"a PR number from 1 to {MAX_PR_NUMBER}")
         return PrNumber(value)
 
     def pr_numbers(self, name: str) -> tuple[PrNumber, ...]:

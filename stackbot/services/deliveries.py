@@ -21,6 +21,7 @@ from stackbot.domain.events import (
     ignore_reason,
     parse_event,
     route_event,
+    storable,
 )
 from stackbot.domain.tasks import ProcessDelivery
 from stackbot.errors import BadInput, Permanent
@@ -41,7 +42,11 @@ def process_delivery(ctx: ServiceContext, task: ProcessDelivery) -> None:
     try:
         event = parse_event(delivery.event, json.loads(delivery.body))
     except (ValueError, BadInput) as error:
-        _finish(ctx, row_id, inbox.FAILED, f"cannot parse the stored body: {error}")
+        # A signed delivery GitHub would never send (an id of 2**63, a NUL in a login): refused
+        # here, once, with its reason; never a task retried until dead.
+        refusal = storable(f"cannot parse the stored body: {error}")
+        log.warning("webhook delivery row %d (%s) refused: %s", row_id, delivery.event, refusal)
+        _finish(ctx, row_id, inbox.FAILED, refusal)
         return
     reason = ignore_reason(event)
     if reason is not None or isinstance(event, UnknownEvent):
@@ -64,7 +69,8 @@ def process_delivery(ctx: ServiceContext, task: ProcessDelivery) -> None:
 
 
 def _finish(ctx: ServiceContext, row_id: int, status: str, reason: str | None) -> None:
-    ctx.on_completion(lambda session: inbox.mark_delivery(session, row_id, status, reason))
+    text = None if reason is None else storable(reason)
+    ctx.on_completion(lambda session: inbox.mark_delivery(session, row_id, status, text))
 
 
 def _log_installation(

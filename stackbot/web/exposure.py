@@ -12,9 +12,11 @@
 - **Error pages**: a browser that asks for a page gets HTML for 401/404/422/500, not JSON.
 - **Database unavailable** (PostgreSQL restarting, a connection pool exhausted): 503 with
   ``Retry-After``, not 500; the error itself goes to the log only.
-- **What is not shown**: server paths (a job's output directory) and the text of a dead task's
-  error (SQL, parameters, paths, git's stderr): the page names the error's kind and says where
-  the details are, the worker's log, which the log redaction filters.
+- **What is not shown**: server paths (a job's output directory, the runner cache, mirrors: in
+  every answer they are replaced by placeholders such as ``<data>/jobs/job-12/…``, see
+  :mod:`stackbot.web.redaction`) and the text of a dead task's error (SQL, parameters, paths,
+  git's stderr): the page names the error's kind and says where the details are, the worker's
+  log, which the log redaction filters.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from stackbot.config import Settings
+from stackbot.path_redaction import PathRedactor
+from stackbot.web.redaction import RedactPaths
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +90,7 @@ def public_error(last_error: str | None, task_id: int | None) -> str:
 
 def install(app: FastAPI, settings: Settings) -> None:
     access, header = settings.dashboard_access, settings.dashboard_user_header
+    app.add_middleware(RedactPaths, paths=PathRedactor.from_settings(settings))
 
     @app.middleware("http")
     async def guard(

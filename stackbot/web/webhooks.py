@@ -4,8 +4,10 @@ In order, each step cheaper than the next and each refusal leaving nothing behin
 413 when ``Content-Length`` (or, for a chunked body, the bytes read so far) passes the limit;
 401 unless ``X-Hub-Signature-256`` is the HMAC-SHA256 of the raw body (compared in constant
 time; a SHA-1 ``X-Hub-Signature`` alone is refused as the wrong algorithm); 400 for missing
-GitHub headers, a body that is not a JSON object, an event lacking a field it needs, or an
-``action`` or ``repository.full_name`` no database column can hold (:func:`storable_text`); then
+GitHub headers, a body that is not a JSON object, an event lacking a field it needs or holding
+one GitHub never sends (an id out of range, a NUL in a login: :func:`parse_event`), or an
+``action`` or ``repository.full_name`` no database column can hold (:func:`storable_text`),
+each refusal logged with its reason; then
 one transaction records the delivery and queues its processing: 202, or 200 for a delivery id
 already recorded. Nothing else happens on the request path.
 
@@ -178,6 +180,14 @@ async def receive_github_webhook(request: Request) -> JSONResponse:
         metrics.count_delivery(event_name, refusal.outcome)
         if refusal.status == 401:
             log.warning("refused webhook from %s: %s", _client(request), refusal.message)
+        else:  # malformed or out of range (a signed body GitHub would never send): say what
+            log.info(
+                "refused webhook %s from %s (%d): %s",
+                request.headers.get("x-github-delivery", "?")[:MAX_DELIVERY_ID_CHARS],
+                _client(request),
+                refusal.status,
+                refusal.message,
+            )
         return JSONResponse({"error": refusal.message}, status_code=refusal.status)
     reason = ignore_reason(event)
     try:

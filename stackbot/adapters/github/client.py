@@ -7,7 +7,10 @@ requests counted against the hourly budget; and it lacks native stacks and ``rol
 PyGithub still provides the transport, the auth header (token, App JWT, installation token) and
 the typed exceptions that :mod:`stackbot.adapters.github.retry` translates.
 
-Writes (comments, check runs, statuses) take a slot from the shared :class:`WritePacer` first.
+Writes (comments, check runs, statuses) take a slot from the shared :class:`WritePacer` first,
+and every string they send has the server's paths replaced by placeholders
+(:class:`stackbot.path_redaction.PathRedactor`, from the settings): this is the one place where
+text goes to GitHub.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from stackbot.config import Settings
 from stackbot.domain.records import CommentRecord, CommitRecord, PrRecord, StackRecord
 from stackbot.domain.types import PrNumber
 from stackbot.logging_redaction import register_secret
+from stackbot.path_redaction import PathRedactor
 
 PER_PAGE = 100
 TIMEOUT_S = 30
@@ -63,8 +67,11 @@ class GitHubClient:
         policy: RetryPolicy | None = None,
         pacer: WritePacer | None = None,
         tokens: InstallationTokens | None = None,
+        paths: PathRedactor | None = None,
     ) -> None:
+        """``paths``: what replaces server paths in what is written (none replaced without)."""
         self._requester = requester
+        self.paths = paths
         self.api_url = api_url
         self.policy = policy or RetryPolicy()
         self.pacer = pacer or shared_write_pacer()
@@ -129,7 +136,14 @@ class GitHubClient:
         pacer = pacer or shared_write_pacer(
             settings.github_writes_per_minute, settings.github_writes_per_hour
         )
-        return cls(github.requester, api_url=api_url, policy=policy, pacer=pacer, tokens=tokens)
+        return cls(
+            github.requester,
+            api_url=api_url,
+            policy=policy,
+            pacer=pacer,
+            tokens=tokens,
+            paths=PathRedactor.from_settings(settings),
+        )
 
     # -- transport ------------------------------------------------------------------------------
 
@@ -170,6 +184,8 @@ class GitHubClient:
 
     def _write(self, verb: str, path: str, body: dict[str, Any], *, checks: bool = False) -> Any:
         operation = f"{verb} {path}"
+        if self.paths is not None:
+            body = self.paths.redact_value(body)
         self.pacer.acquire(operation)
         call = lambda: self._requester.requestJsonAndCheck(verb, path, input=body)[1]  # noqa: E731
         # A repeated POST could write twice; PATCH sets the same state again.

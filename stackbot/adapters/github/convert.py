@@ -1,9 +1,14 @@
-"""GitHub's JSON → stackbot's domain records. Pure functions over the raw response bodies."""
+"""GitHub's JSON → stackbot's domain records. Pure functions over the raw response bodies.
+
+Free text (titles, bodies, commit messages) comes back as every database stores it: a NUL
+(which PostgreSQL's text columns refuse) is dropped, a lone surrogate becomes U+FFFD
+(:func:`stackbot.domain.events.storable`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from stackbot.domain.events import storable
 from stackbot.domain.records import (
     CommentRecord,
     CommitRecord,
@@ -26,7 +31,7 @@ def pr_record(data: dict[str, Any]) -> PrRecord:
     head_repo = head.get("repo")
     return PrRecord(
         number=PrNumber(int(data["number"])),
-        title=str(data.get("title") or ""),
+        title=storable(str(data.get("title") or "")),
         author=_login(data.get("user")),
         state=str(data.get("state", "open")),
         merged=bool(data.get("merged")) or data.get("merged_at") is not None,
@@ -35,7 +40,7 @@ def pr_record(data: dict[str, Any]) -> PrRecord:
         head_sha=str(head.get("sha", "")),
         base_ref=str(base.get("ref", "")),
         base_sha=str(base.get("sha", "")),
-        body=str(data.get("body") or ""),
+        body=storable(str(data.get("body") or "")),
         stack=NativeStack.from_json(data.get("stack")),
         author_association=str(data.get("author_association") or "NONE"),
         head_repo=str(head_repo["full_name"])
@@ -48,7 +53,7 @@ def commit_record(data: dict[str, Any]) -> CommitRecord:
     commit = data.get("commit") or {}
     return CommitRecord(
         sha=str(data["sha"]),
-        message=str(commit.get("message", "")),
+        message=storable(str(commit.get("message", ""))),
         parents=tuple(str(p["sha"]) for p in data.get("parents") or ()),
         author=_linked_login(data.get("author")),
     )
@@ -61,7 +66,9 @@ def _linked_login(user: Any) -> str | None:
 
 def comment_record(data: dict[str, Any]) -> CommentRecord:
     return CommentRecord(
-        author=_login(data.get("user")), body=str(data.get("body") or ""), id=int(data["id"])
+        author=_login(data.get("user")),
+        body=storable(str(data.get("body") or "")),
+        id=int(data["id"]),
     )
 
 
