@@ -27,6 +27,11 @@ class BadInput(StackbotError):
     pass
 
 
+class UnusableValue(BadInput):
+    """A well-formed input holding a value no one sends (an id out of range, a NUL in a name):
+    kept as a record of what came and refused with its reason, never acted on."""
+
+
 class RetryLater(StackbotError):
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)

@@ -27,7 +27,7 @@ from stackbot.domain.tasks import (
     SyncPull,
 )
 from stackbot.domain.types import PrNumber, RepoName, Sha
-from stackbot.errors import BadInput
+from stackbot.errors import BadInput, UnusableValue
 
 PULL_REQUEST_ACTIONS = frozenset(
     {
@@ -185,7 +185,7 @@ class _Fields:
         found = _UNSTORABLE.search(value)
         if found is not None:
             what = "a NUL" if found.group(0) == "\x00" else "a lone surrogate"
-            raise BadInput(f"{self._name(key)} contains {what} character")
+            raise UnusableValue(f"{self._name(key)} contains {what} character")
         return value
 
     def whole(self, key: str, *, most: int = MAX_ID) -> int:
@@ -202,7 +202,7 @@ class _Fields:
 
     def _in_range(self, key: str, value: int, most: int) -> int:
         if not 1 <= value <= most:
-            raise BadInput(f"{self._name(key)} must be between 1 and {most}, got {value}")
+            raise UnusableValue(f"{self._name(key)} must be between 1 and {most}, got {value}")
         return value
 
     def flag(self, key: str) -> bool:

@@ -4,12 +4,15 @@ In order, each step cheaper than the next and each refusal leaving nothing behin
 413 when ``Content-Length`` (or, for a chunked body, the bytes read so far) passes the limit;
 401 unless ``X-Hub-Signature-256`` is the HMAC-SHA256 of the raw body (compared in constant
 time; a SHA-1 ``X-Hub-Signature`` alone is refused as the wrong algorithm); 400 for missing
-GitHub headers, a body that is not a JSON object, an event lacking a field it needs or holding
-one GitHub never sends (an id out of range, a NUL in a login: :func:`parse_event`), or an
+GitHub headers, a body that is not a JSON object, an event lacking a field it needs, or an
 ``action`` or ``repository.full_name`` no database column can hold (:func:`storable_text`),
 each refusal logged with its reason; then
 one transaction records the delivery and queues its processing: 202, or 200 for a delivery id
-already recorded. Nothing else happens on the request path.
+already recorded. A signed delivery whose fields are all there but one holds a value GitHub
+never sends (an id out of range, a NUL in a login: :class:`UnusableValue`) is recorded as
+ignored with that reason and answered 202, like any delivery stackbot does not act on: the
+sender did nothing wrong that a redelivery would mend. Nothing else happens on the request
+path.
 
 The route is ``async`` (the body is streamed and checked on the event loop) and hands the one
 database write to the threadpool. Measured with benchmarks/bench_webhooks.py against running
@@ -31,8 +34,8 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from stackbot.domain.events import UnknownEvent, ignore_reason, parse_event
-from stackbot.errors import BadInput, RetryLater
+from stackbot.domain.events import Event, UnknownEvent, ignore_reason, parse_event, storable
+from stackbot.errors import BadInput, RetryLater, UnusableValue
 from stackbot.taskqueue import inbox
 from stackbot.web.exposure import RETRY_AFTER_S
 from stackbot.web.health import Metrics
@@ -167,13 +170,16 @@ async def receive_github_webhook(request: Request) -> JSONResponse:
         event_name = github_header(request, "x-github-event", MAX_EVENT_CHARS)
         delivery_id = github_header(request, "x-github-delivery", MAX_DELIVERY_ID_CHARS)
         payload = decode_payload(body, request.headers.get("content-type", "application/json"))
+        unusable: str | None = None
         try:
-            event = parse_event(event_name, payload)
+            event: Event | UnknownEvent | None = parse_event(event_name, payload)
+        except UnusableValue as error:
+            event, unusable = None, storable(f"{event_name}: {error}")
         except BadInput as error:
             raise Refusal(400, "bad_request", f"{event_name}: {error}") from error
         action = payload.get("action") if isinstance(payload, dict) else None
         action = action if isinstance(action, str) else None
-        repo = getattr(event, "repo", None)
+        repo = getattr(event, "repo", None) if event is not None else _raw_repo(payload)
         storable_text("action", action, MAX_ACTION_CHARS)
         storable_text("repository.full_name", repo, MAX_REPO_CHARS)
     except Refusal as refusal:
@@ -189,7 +195,11 @@ async def receive_github_webhook(request: Request) -> JSONResponse:
                 refusal.message,
             )
         return JSONResponse({"error": refusal.message}, status_code=refusal.status)
-    reason = ignore_reason(event)
+    if event is None:
+        log.info("webhook %s recorded, not acted on: %s", delivery_id, unusable)
+        reason = unusable
+    else:
+        reason = ignore_reason(event)
     try:
         recorded = await run_in_threadpool(
             inbox.record_delivery,
@@ -210,6 +220,13 @@ async def receive_github_webhook(request: Request) -> JSONResponse:
             headers={"Retry-After": str(RETRY_AFTER_S)},
         )
     return _answer(state, metrics, event_name, delivery_id, recorded, reason, event)
+
+
+def _raw_repo(payload: Any) -> str | None:
+    """``repository.full_name`` as sent, for a delivery whose event could not be used."""
+    repository = payload.get("repository") if isinstance(payload, dict) else None
+    name = repository.get("full_name") if isinstance(repository, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _answer(
