@@ -7,7 +7,8 @@ Record fields: ``number`` (required), ``title``, ``author``, ``state`` (``open``
 ``closed`` by default when ``merged`` is true), ``merged``, ``draft``, ``head_ref``,
 ``head_sha``, ``head_repo``, ``base_ref`` (default ``main``), ``base_sha``, ``body``, ``stack``
 (GitHub's stack object or null), ``commits`` (``[{sha, message, parents}]``; a parent may also
-be ``{"sha": ...}`` as GitHub lists them) and ``comments`` (``[{author, body, id}]``). Missing
+be ``{"sha": ...}`` as GitHub lists them) and ``comments`` (``[{author, body, id, kind}]``,
+``kind`` ``comment`` by default or ``review`` for a review's body). Missing
 or null fields take their defaults; other fields are ignored.
 
 Dependencies are read from the body and the author's own comments (``author`` must be given for
@@ -218,7 +219,15 @@ def _comment(value: object, where: str) -> CommentRecord:
         author=_field(fields, "author", str, "", where),
         body=_field(fields, "body", str, "", where),
         id=_field(fields, "id", int, None, where),
+        kind=_comment_kind(fields, where),
     )
+
+
+def _comment_kind(fields: Mapping[str, object], where: str) -> str:
+    kind = _field(fields, "kind", str, "comment", where)
+    if kind not in ("comment", "review"):
+        raise BadInput(f'{where}: \'kind\' must be "comment" or "review", not {kind!r}')
+    return kind
 
 
 def _items(
@@ -287,9 +296,13 @@ def render_text(graph: SeriesGraph, records: list[PrRecord], *, repo: str | None
     for info in graph.series:
         lines += ["", f"series {info.key}: {' '.join(f'#{pr}' for pr in info.prs)}"]
         lines.append(f"  order: {_chain(info.order, arrow) or '(nothing open)'}")
-    lines += ["", "stacks:"]
-    for pr, stack in graph.stacks.items():
-        lines.append(f"  #{pr}{states[pr]}: {_chain(stack, arrow)}")
+    lines += ["", "parents:"]
+    for pr, parents in graph.live_parents():
+        shown = ", ".join(f"#{parent}" for parent in parents) or "(none)"
+        lines.append(f"  #{pr}{states[pr]}: {shown}")
+    lines += ["", "stacks (each once: those of the PRs no other PR depends on):"]
+    for pr in graph.stack_tips():
+        lines.append(f"  #{pr}{states[pr]}: {_chain(graph.stacks[pr], arrow)}")
     if graph.edges:
         lines += ["", "edges:"]
         for e in graph.edges:

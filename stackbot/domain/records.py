@@ -63,6 +63,7 @@ class CommentRecord:
     author: str
     body: str
     id: int | None = None
+    kind: str = "comment"  # "comment" (an issue comment) or "review" (a review's body)
 
 
 @dataclass(frozen=True)

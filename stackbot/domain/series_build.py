@@ -50,7 +50,8 @@ STACK_TOOL_BOTS = frozenset({"graphite-app[bot]"})
 
 
 def comment_origin(comment: CommentRecord) -> str:
-    where = f"comment {comment.id}" if comment.id is not None else "comment"
+    kind = "review" if comment.kind == "review" else "comment"
+    where = f"{kind} {comment.id}" if comment.id is not None else kind
     return f"{where} by @{comment.author}"
 
 
