@@ -178,7 +178,8 @@ def merge_order_stories(readable: str) -> list[tuple[int, list[Told]]]:
             if told is None:
                 break
             story.append(told)
-        if len(story) >= 2 and _MERGE_WORDS.search(readable[first.start() : story[-1].end + 40]):
+        told_from = readable.rfind("\n", 0, first.start()) + 1  # "Merge order: first ..."
+        if len(story) >= 2 and _MERGE_WORDS.search(readable[told_from : story[-1].end + 40]):
             stories.append((first.start(), story))
             pos = story[-1].end
     return stories

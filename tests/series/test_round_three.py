@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 
 from stackbot.domain.series import SeriesGraph, build_series_graph
-from tests.series.phrasing_round_three import NEGATIVES, POSITIVES, REPO, Case, records
+from tests.series import phrasing_round_three as table
+from tests.series.phrasing_round_three import REPO, Case, records
 
-CASES = POSITIVES + NEGATIVES
+POSITIVES = table.POSITIVES + table.HELD_OUT_POSITIVES
+CASES = POSITIVES + table.NEGATIVES + table.HELD_OUT_NEGATIVES
 
 
 def graph_of(item: Case) -> SeriesGraph:
