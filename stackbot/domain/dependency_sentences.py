@@ -36,7 +36,8 @@ _SELF = re.compile(
     r"(?:[*_]{1,2})?(?:this(?:[ \t]+(?:PR|pull[ \t]+request|one|change))?|it)\b(?!['’]s)",
     re.IGNORECASE,
 )
-_NOW = re.compile(r"\bnow\b[^.;!?\n]{0,30}$", re.IGNORECASE)
+# "now also needs #N" adds to what was said; "now depends on #N" replaces it.
+_NOW = re.compile(r"\bnow\b(?![ \t]+(?:also|too|additionally)\b)[^.;!?\n]{0,30}$", re.IGNORECASE)
 
 _LEAD_IN = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]+)?[*_]*[ \t]*(?:"

@@ -122,6 +122,13 @@ POSITIVES: tuple[Case, ...] = (
         (ME, 1202),
         comments=(("alice", "Rebased: now dependent on #1202, which already contains #1201."),),
     ),
+    case(
+        "now also needs adds",
+        2,
+        "Depends on #1201 and now also needs #1202 for the config flag.",
+        (ME, 1201),
+        (ME, 1202),
+    ),
     # 3. Supersession, either side: never a dependency.
     case("supersedes", 3, "Supersedes #1203 (rebased on main).", superseded=((1203, ME),)),
     case(
