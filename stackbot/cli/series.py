@@ -8,11 +8,13 @@ Record fields: ``number`` (required), ``title``, ``author``, ``state`` (``open``
 ``head_sha``, ``head_repo``, ``base_ref`` (default ``main``), ``base_sha``, ``body``, ``stack``
 (GitHub's stack object or null), ``commits`` (``[{sha, message, parents}]``; a parent may also
 be ``{"sha": ...}`` as GitHub lists them) and ``comments`` (``[{author, body, id, kind}]``,
-``kind`` ``comment`` by default or ``review`` for a review's body). Missing
+``kind`` ``comment`` by default or ``review`` for a review's body, ``author_association`` as
+GitHub gives it: ``OWNER``, ``MEMBER`` and ``COLLABORATOR`` are maintainers). Missing
 or null fields take their defaults; other fields are ignored.
 
-Dependencies are read from the body and the author's own comments (``author`` must be given for
-those to count); ``/stackbot depends-on #N`` and ``/stackbot no-dependency #N`` in the author's
+Dependencies are read from the title, the body and the author's own comments (``author`` must
+be given for those to count) and from maintainers' comments; other people's dependency sentences
+are listed as suggestions; ``/stackbot depends-on #N`` and ``/stackbot no-dependency #N`` in the author's
 comments are applied as overrides (offline nobody is known to be a vetter).
 """
 
@@ -220,6 +222,7 @@ def _comment(value: object, where: str) -> CommentRecord:
         body=_field(fields, "body", str, "", where),
         id=_field(fields, "id", int, None, where),
         kind=_comment_kind(fields, where),
+        author_association=_field(fields, "author_association", str, "NONE", where),
     )
 
 
@@ -315,6 +318,12 @@ def render_text(graph: SeriesGraph, records: list[PrRecord], *, repo: str | None
         for problem in graph.problems:
             detail = problem.detail.replace("→", arrow)
             lines.append(f"  {problem.kind} [{' '.join(f'#{pr}' for pr in problem.prs)}]: {detail}")
+    if graph.suggestions:
+        lines += ["", "suggested by others (not acted on):"]
+        lines += [
+            f"  #{s.child} after #{s.parent} ({s.origin}): {_one_line(s.text)}"
+            for s in graph.suggestions
+        ]
     if graph.supersessions:
         lines += ["", "superseded:"]
         lines += [f"  #{s.pr} by #{s.by} ({s.origin})" for s in graph.supersessions]

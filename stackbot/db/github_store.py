@@ -163,6 +163,8 @@ def _comment_json(comment: CommentRecord) -> dict[str, Any]:
     found: dict[str, Any] = {"author": comment.author, "body": comment.body, "id": comment.id}
     if comment.kind != "comment":
         found["kind"] = comment.kind
+    if comment.author_association != "NONE":
+        found["author_association"] = comment.author_association
     return found
 
 
@@ -172,6 +174,7 @@ def _comment_record(data: dict[str, Any]) -> CommentRecord:
         body=data.get("body", ""),
         id=data.get("id"),
         kind=data.get("kind", "comment"),
+        author_association=data.get("author_association", "NONE"),
     )
 
 

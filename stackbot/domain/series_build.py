@@ -23,6 +23,7 @@ from stackbot.domain.series_records import (
     EDGE_SOURCES,
     SeriesInfo,
     StackEdge,
+    Suggestion,
     Supersession,
 )
 from stackbot.domain.stack_lists import stack_list_edges, stack_list_parents
@@ -53,6 +54,23 @@ def comment_origin(comment: CommentRecord) -> str:
     kind = "review" if comment.kind == "review" else "comment"
     where = f"{kind} {comment.id}" if comment.id is not None else kind
     return f"{where} by @{comment.author}"
+
+
+# GitHub's author_associations of people who maintain the repository (OWNER, MEMBER: of the
+# organisation; COLLABORATOR: given access to the repository). Their dependency sentences in
+# comments and reviews count; anyone else's are suggestions.
+MAINTAINER_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+def others_comments(pr: PrRecord) -> list[tuple[CommentRecord, bool]]:
+    """The comments and reviews on ``pr`` by others than its author and the stack-tool bots,
+    each with whether its author is a maintainer."""
+    me = pr.author.lower()
+    return [
+        (comment, comment.author_association.upper() in MAINTAINER_ASSOCIATIONS)
+        for comment in pr.comments
+        if comment.author.lower() != me and comment.author.lower() not in STACK_TOOL_BOTS
+    ]
 
 
 def authors_texts(pr: PrRecord) -> list[tuple[str, str]]:
@@ -221,6 +239,15 @@ class GraphBuild(EdgeRules):
                 if comment.author.lower() in STACK_TOOL_BOTS:
                     origin = comment_origin(comment)
                     own += [(found, origin) for found in stack_list_parents(comment.body, number)]
+            for comment, maintainer in others_comments(pr):
+                said = [
+                    (found, comment_origin(comment))
+                    for found in dependency_declarations(comment.body)
+                ]
+                if maintainer:
+                    own += said
+                else:
+                    self._suggest(number, comment.author, said)
             for found, origin in latest_statements(own):
                 if found.child is None and not found.on_self:
                     self._declare_written(number, found, origin)
@@ -230,6 +257,19 @@ class GraphBuild(EdgeRules):
         # What a PR's text says about other PRs comes after every PR's own word.
         for writer, found, origin in about_others:
             self._declare_about(writer, found, origin)
+
+    def _suggest(self, number: PrNumber, author: str, said: list[tuple[Declared, str]]) -> None:
+        """A dependency sentence by someone who may not declare one: kept to be shown."""
+        for found, origin in said:
+            child, parent = number, None
+            if found.child is not None and found.child.is_local(self.repo):
+                child = PrNumber(found.child.number)
+            if found.on_self:
+                parent = number
+            elif found.ref is not None and found.ref.is_local(self.repo):
+                parent = PrNumber(found.ref.number)
+            if parent is not None and parent != child:
+                self.suggestions.append(Suggestion(child, parent, found.text, origin, author))
 
     def _declare_about(self, writer: PrNumber, found: Declared, origin: str) -> None:
         """An edge a PR's text declares between other PRs, or from another PR to it: "since #A

@@ -21,6 +21,7 @@ from stackbot.domain.series_records import (
     GraphProblem,
     ProblemKind,
     StackEdge,
+    Suggestion,
     Supersession,
 )
 from stackbot.domain.types import PrNumber
@@ -73,6 +74,7 @@ class EdgeRules:
         # (child, parent) pairs whose latest override is no-dependency: text edges skip them.
         self.denied: set[tuple[int, int]] = set()
         self.supersessions: list[Supersession] = []
+        self.suggestions: list[Suggestion] = []
 
     def is_live(self, pr: PrNumber) -> bool:
         record = self.records.get(pr)

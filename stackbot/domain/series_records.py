@@ -102,6 +102,27 @@ class Supersession:
 
 
 @dataclass(frozen=True)
+class Suggestion:
+    """A dependency sentence by someone who is neither the PR's author nor a maintainer: shown,
+    never acted on."""
+
+    child: PrNumber
+    parent: PrNumber
+    text: str
+    origin: str  # "comment 5 by @carol"
+    author: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "child": self.child,
+            "parent": self.parent,
+            "text": self.text,
+            "origin": self.origin,
+            "author": self.author,
+        }
+
+
+@dataclass(frozen=True)
 class GraphProblem:
     kind: ProblemKind
     prs: tuple[PrNumber, ...]
@@ -138,6 +159,8 @@ class SeriesGraph:
     supersessions: tuple[Supersession, ...] = ()
     # The overrides given, applied or not.
     overrides: tuple[DependencyOverride, ...] = ()
+    # Dependency sentences by people who may not declare them (neither author nor maintainer).
+    suggestions: tuple[Suggestion, ...] = ()
 
     def series_of(self, pr: int) -> SeriesInfo | None:
         return self._series_by_pr.get(pr)
@@ -210,4 +233,5 @@ class SeriesGraph:
                 for item in self.supersessions
             ],
             "overrides": [override.to_json() for override in self.overrides],
+            "suggestions": [suggestion.to_json() for suggestion in self.suggestions],
         }

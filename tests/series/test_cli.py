@@ -106,6 +106,7 @@ def test_clean_series_exits_0_with_json(tmp_path: Path) -> None:
         "external": [],
         "superseded": [],
         "overrides": [],
+        "suggestions": [],
     }
 
 

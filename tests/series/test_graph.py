@@ -373,4 +373,5 @@ def test_to_json_has_the_documented_shape() -> None:
         "external": [{"child": 2, "ref": "other/x#3"}],
         "superseded": [],
         "overrides": [],
+        "suggestions": [],
     }

@@ -61,7 +61,10 @@ def _linked_login(user: Any) -> str | None:
 
 def comment_record(data: dict[str, Any]) -> CommentRecord:
     return CommentRecord(
-        author=_login(data.get("user")), body=str(data.get("body") or ""), id=int(data["id"])
+        author=_login(data.get("user")),
+        body=str(data.get("body") or ""),
+        id=int(data["id"]),
+        author_association=str(data.get("author_association") or "NONE"),
     )
 
 
