@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -31,6 +32,24 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 EXIT_BAD_INPUT = 2
+# The reader of stdout went away (``stackbot series graph | head``): exit quietly with the status
+# a Unix tool killed by SIGPIPE has (128 + 13), as the shell reports ``yes | head``'s; so
+# ``set -o pipefail`` treats stackbot like cat or grep, and output that was cut short is not
+# reported as complete (0 would).
+EXIT_CLOSED_PIPE = 141
+
+
+def _closed_pipe() -> int:
+    """Python's documented way: point stdout at devnull so that the flush at exit, which would
+    raise again, writes nowhere; then exit with :data:`EXIT_CLOSED_PIPE`, printing nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (tests capturing it)
+        pass
+    finally:
+        os.close(devnull)
+    return EXIT_CLOSED_PIPE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        return int(handler(args))
+        status = int(handler(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        return _closed_pipe()
     except BadInput as error:
         print(f"stackbot {args.command}: {' '.join(str(error).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT

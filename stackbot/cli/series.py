@@ -7,11 +7,14 @@ Record fields: ``number`` (required), ``title``, ``author``, ``state`` (``open``
 ``closed`` by default when ``merged`` is true), ``merged``, ``draft``, ``head_ref``,
 ``head_sha``, ``head_repo``, ``base_ref`` (default ``main``), ``base_sha``, ``body``, ``stack``
 (GitHub's stack object or null), ``commits`` (``[{sha, message, parents}]``; a parent may also
-be ``{"sha": ...}`` as GitHub lists them) and ``comments`` (``[{author, body, id}]``). Missing
+be ``{"sha": ...}`` as GitHub lists them) and ``comments`` (``[{author, body, id, kind}]``,
+``kind`` ``comment`` by default or ``review`` for a review's body, ``author_association`` as
+GitHub gives it: ``OWNER``, ``MEMBER`` and ``COLLABORATOR`` are maintainers). Missing
 or null fields take their defaults; other fields are ignored.
 
-Dependencies are read from the body and the author's own comments (``author`` must be given for
-those to count); ``/stackbot depends-on #N`` and ``/stackbot no-dependency #N`` in the author's
+Dependencies are read from the title, the body and the author's own comments (``author`` must
+be given for those to count) and from maintainers' comments; other people's dependency sentences
+are listed as suggestions; ``/stackbot depends-on #N`` and ``/stackbot no-dependency #N`` in the author's
 comments are applied as overrides (offline nobody is known to be a vetter).
 """
 
@@ -218,7 +221,16 @@ def _comment(value: object, where: str) -> CommentRecord:
         author=_field(fields, "author", str, "", where),
         body=_field(fields, "body", str, "", where),
         id=_field(fields, "id", int, None, where),
+        kind=_comment_kind(fields, where),
+        author_association=_field(fields, "author_association", str, "NONE", where),
     )
+
+
+def _comment_kind(fields: Mapping[str, object], where: str) -> str:
+    kind = _field(fields, "kind", str, "comment", where)
+    if kind not in ("comment", "review"):
+        raise BadInput(f'{where}: \'kind\' must be "comment" or "review", not {kind!r}')
+    return kind
 
 
 def _items(
@@ -287,9 +299,13 @@ def render_text(graph: SeriesGraph, records: list[PrRecord], *, repo: str | None
     for info in graph.series:
         lines += ["", f"series {info.key}: {' '.join(f'#{pr}' for pr in info.prs)}"]
         lines.append(f"  order: {_chain(info.order, arrow) or '(nothing open)'}")
-    lines += ["", "stacks:"]
-    for pr, stack in graph.stacks.items():
-        lines.append(f"  #{pr}{states[pr]}: {_chain(stack, arrow)}")
+    lines += ["", "parents:"]
+    for pr, parents in graph.live_parents():
+        shown = ", ".join(f"#{parent}" for parent in parents) or "(none)"
+        lines.append(f"  #{pr}{states[pr]}: {shown}")
+    lines += ["", "stacks (each once: those of the PRs no other PR depends on):"]
+    for pr in graph.stack_tips():
+        lines.append(f"  #{pr}{states[pr]}: {_chain(graph.stacks[pr], arrow)}")
     if graph.edges:
         lines += ["", "edges:"]
         for e in graph.edges:
@@ -302,6 +318,12 @@ def render_text(graph: SeriesGraph, records: list[PrRecord], *, repo: str | None
         for problem in graph.problems:
             detail = problem.detail.replace("→", arrow)
             lines.append(f"  {problem.kind} [{' '.join(f'#{pr}' for pr in problem.prs)}]: {detail}")
+    if graph.suggestions:
+        lines += ["", "suggested by others (not acted on):"]
+        lines += [
+            f"  #{s.child} after #{s.parent} ({s.origin}): {_one_line(s.text)}"
+            for s in graph.suggestions
+        ]
     if graph.supersessions:
         lines += ["", "superseded:"]
         lines += [f"  #{s.pr} by #{s.by} ({s.origin})" for s in graph.supersessions]

@@ -160,12 +160,21 @@ def commit_authors(row: PullRequest) -> list[str | None]:
 
 
 def _comment_json(comment: CommentRecord) -> dict[str, Any]:
-    return {"author": comment.author, "body": comment.body, "id": comment.id}
+    found: dict[str, Any] = {"author": comment.author, "body": comment.body, "id": comment.id}
+    if comment.kind != "comment":
+        found["kind"] = comment.kind
+    if comment.author_association != "NONE":
+        found["author_association"] = comment.author_association
+    return found
 
 
 def _comment_record(data: dict[str, Any]) -> CommentRecord:
     return CommentRecord(
-        author=data.get("author", ""), body=data.get("body", ""), id=data.get("id")
+        author=data.get("author", ""),
+        body=data.get("body", ""),
+        id=data.get("id"),
+        kind=data.get("kind", "comment"),
+        author_association=data.get("author_association", "NONE"),
     )
 
 

@@ -23,9 +23,17 @@ HTML comments, double-quoted text), and phrases negated in the words just before
 
 from __future__ import annotations
 
+import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from stackbot.domain.dependency_sentences import (
+    lead_in_lists,
+    merge_order_stories,
+    on_self_at,
+    says_now,
+    subject_before,
+)
 from stackbot.domain.references import (
     _LEAD,
     _LINE_BREAK,
@@ -46,13 +54,20 @@ class Declared:
     text: str
     ref: Reference | None = None
     branch: str | None = None
-    kind: str = "phrase"  # "phrase" or "stack list"
+    kind: str = "phrase"  # "phrase", "stack list", "lead-in list" or "merge order"
+    # Who depends: None for the PR whose text it is; "since #A depends on #B" names #A.
+    child: Reference | None = None
+    # The parent is the PR whose text it is ("#M is blocked on this"); ref and branch are None.
+    on_self: bool = False
+    # "Now depends on #N": this statement replaces the earlier ones of the same PR.
+    replaces_earlier: bool = False
 
 
 _WS = r"[ \t]+"
 _PHRASE = re.compile(
     r"\b(?:"
     r"depends?(?:" + _WS + r"|-)(?:up)?on"
+    r"|dependent(?:" + _WS + r"|-)(?:up)?on"
     r"|(?:stacked|based|built|builds?|rebased)"
     + _WS
     + r"(?:up)?on(?:"
@@ -63,7 +78,13 @@ _PHRASE = re.compile(
     r"|on" + _WS + r"top" + _WS + r"of"
     r"|requires?|needs"
     r"|blocked" + _WS + r"(?:by|on)"
-    r"|follow(?:s|ing)?[- \t]?ups?" + _WS + r"(?:to|of|on|for|from)"
+    r"|follow(?:s|ing)?[- \t]?ups?(?:"
+    + _WS
+    + r"(?:PR|pull"
+    + _WS
+    + r"request))?"
+    + _WS
+    + r"(?:to|of|on|for|from)"
     r"|prerequisites?|prereqs?|parent" + _WS + r"PRs?|base" + _WS + r"PR"
     r"|(?P<merge>(?:merge|land)" + _WS + r"(?:this" + _WS + r")?(?:only" + _WS + r")?)?"
     r"(?P<after>after|once)"
@@ -91,15 +112,50 @@ _GIT_REF = re.compile(r"[A-Za-z0-9._/-]+")
 
 
 def dependency_declarations(text: str) -> list[Declared]:
-    """Every dependency ``text`` declares in a phrase, in order (stack lists: see
+    """Every dependency ``text`` declares in a phrase, a list under a lead-in line or a
+    merge-order story, in order (stack lists: see
     :func:`stackbot.domain.stack_lists.stack_list_parent`)."""
     readable = prose(text)
-    found: list[Declared] = []
+    found: list[tuple[int, Declared]] = []
+    covered: set[tuple[int, Reference]] = set()
     for match in _PHRASE.finditer(readable):
         if _is_negated(readable, match):
             continue
-        found.extend(_declared_after(text, readable, match))
-    return found
+        declared = _declared_after(text, readable, match)
+        if not declared:
+            continue
+        subject = subject_before(readable, match.start())
+        now = says_now(readable, match.start())
+        for one in declared:
+            if one.on_self and subject is None:
+                continue  # "depends on this" about nobody named
+            one = replace(one, child=subject, replaces_earlier=now)
+            found.append((match.start(), one))
+            if one.ref is not None:
+                covered.add((readable.rfind("\n", 0, match.start()), one.ref))
+    for listed in lead_in_lists(readable):
+        words = clip_span(text, listed.start, listed.end)
+        line_before = readable.rfind("\n", 0, listed.start)
+        for ref in listed.refs:
+            if (line_before, ref) not in covered:
+                found.append((listed.start, Declared(text=words, ref=ref, kind="lead-in list")))
+    for story_start, story in merge_order_stories(readable):
+        words = clip_span(text, story_start, story[-1].end)
+        for earlier, later in itertools.pairwise(story):
+            found.append(
+                (
+                    earlier.start,
+                    Declared(
+                        text=words,
+                        ref=earlier.ref,
+                        kind="merge order",
+                        child=later.ref,
+                        on_self=earlier.ref is None,
+                    ),
+                )
+            )
+    found.sort(key=lambda item: item[0])
+    return [one for _, one in found]
 
 
 def _is_negated(readable: str, match: re.Match[str]) -> bool:
@@ -129,6 +185,9 @@ def _declared_after(text: str, readable: str, match: re.Match[str]) -> list[Decl
         return [Declared(text=words, ref=ref) for ref in spans]
     if match.group("after") is not None:
         return []
+    own_end = on_self_at(readable, start)
+    if own_end is not None:
+        return [Declared(text=clip_span(text, match.start(), own_end), on_self=True)]
     raw_lead = _LEAD.match(text, match.end())  # in text, code spans are still there
     assert raw_lead is not None
     branch = _branch_at(text, readable, raw_lead.end())

@@ -63,6 +63,10 @@ class CommentRecord:
     author: str
     body: str
     id: int | None = None
+    kind: str = "comment"  # "comment" (an issue comment) or "review" (a review's body)
+    # GitHub's author_association of the comment's author: OWNER, MEMBER and COLLABORATOR are
+    # the maintainers whose dependency sentences count (series_build.MAINTAINER_ASSOCIATIONS).
+    author_association: str = "NONE"
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ _NEXT = re.compile(_SEPARATOR + _ITEM, re.IGNORECASE)
 # After the phrase: optional Markdown emphasis and a colon ("**Depends on**: #1").
 _LEAD = re.compile(r"[ \t]*[*_]*[ \t]*(?P<colon>:)?[ \t]*[*_]*[ \t]*")
 _LINE_BREAK = re.compile(r"\n[ \t]*")
-_BULLET = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])[ \t]+")
+_BULLET = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _NEGATION = re.compile(r"(?:\bnot|\bno[ \t]+longer|\bnever|n't)[ \t]*$", re.IGNORECASE)
 
 _PART_OF = re.compile(r"\bpart[ \t]+of\b", re.IGNORECASE)
@@ -139,7 +139,11 @@ def depends_on_refs(text: str) -> list[Reference]:
     :mod:`stackbot.domain.dependency_text`), in order of appearance."""
     from stackbot.domain.dependency_text import dependency_declarations
 
-    return [found.ref for found in dependency_declarations(text) if found.ref is not None]
+    return [
+        found.ref
+        for found in dependency_declarations(text)
+        if found.ref is not None and found.child is None and not found.on_self
+    ]
 
 
 def part_of_refs(text: str) -> list[Reference]:

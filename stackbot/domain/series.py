@@ -134,4 +134,5 @@ def build_series_graph(
         cycle_breaks=ordering.breaks,
         supersessions=tuple(sorted(build.supersessions, key=lambda item: item.pr)),
         overrides=tuple(overrides),
+        suggestions=tuple(build.suggestions),
     )

@@ -13,19 +13,21 @@ from stackbot.domain import series_order
 from stackbot.domain.dependency_text import Declared, clip, dependency_declarations
 from stackbot.domain.records import CommentRecord, PrRecord
 from stackbot.domain.references import (
+    Reference,
     merged_branches,
     merged_head_refs,
     part_of_refs,
-    superseded_by_declarations,
 )
 from stackbot.domain.series_edges import EdgeRules, StackIdentity, numbers_text
 from stackbot.domain.series_records import (
     EDGE_SOURCES,
     SeriesInfo,
     StackEdge,
+    Suggestion,
     Supersession,
 )
-from stackbot.domain.stack_lists import stack_list_parents
+from stackbot.domain.stack_lists import stack_list_edges, stack_list_parents
+from stackbot.domain.supersession_text import predecessor_declarations, successor_declarations
 from stackbot.domain.types import PrNumber, SeriesKey
 from stackbot.errors import BadInput
 
@@ -49,13 +51,32 @@ STACK_TOOL_BOTS = frozenset({"graphite-app[bot]"})
 
 
 def comment_origin(comment: CommentRecord) -> str:
-    where = f"comment {comment.id}" if comment.id is not None else "comment"
+    kind = "review" if comment.kind == "review" else "comment"
+    where = f"{kind} {comment.id}" if comment.id is not None else kind
     return f"{where} by @{comment.author}"
 
 
+# GitHub's author_associations of people who maintain the repository (OWNER, MEMBER: of the
+# organisation; COLLABORATOR: given access to the repository). Their dependency sentences in
+# comments and reviews count; anyone else's are suggestions.
+MAINTAINER_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+def others_comments(pr: PrRecord) -> list[tuple[CommentRecord, bool]]:
+    """The comments and reviews on ``pr`` by others than its author and the stack-tool bots,
+    each with whether its author is a maintainer."""
+    me = pr.author.lower()
+    return [
+        (comment, comment.author_association.upper() in MAINTAINER_ASSOCIATIONS)
+        for comment in pr.comments
+        if comment.author.lower() != me and comment.author.lower() not in STACK_TOOL_BOTS
+    ]
+
+
 def authors_texts(pr: PrRecord) -> list[tuple[str, str]]:
-    """(origin, text) of what the PR's author wrote: the body, then their own comments."""
-    texts = [("body", pr.body)]
+    """(origin, text) of what the PR's author wrote: the title, the body, then their own
+    comments and reviews."""
+    texts = [("title", pr.title), ("body", pr.body)]
     me = pr.author.lower()
     texts += [
         (comment_origin(comment), comment.body)
@@ -65,6 +86,26 @@ def authors_texts(pr: PrRecord) -> list[tuple[str, str]]:
     return texts
 
 
+def latest_statements(found: list[tuple[Declared, str]]) -> list[tuple[Declared, str]]:
+    """A PR's declarations, less those a later ``now depends on`` replaces: that statement (and
+    any written in the same words) wins over what the PR said of itself before it."""
+    latest = None
+    for index, (declared, _) in enumerate(found):
+        if declared.replaces_earlier and declared.child is None:
+            latest = index
+    if latest is None:
+        return found
+    words = found[latest][0].text
+    return [
+        (declared, origin)
+        for index, (declared, origin) in enumerate(found)
+        if index >= latest
+        or declared.text == words
+        or declared.child is not None
+        or declared.on_self
+    ]
+
+
 class GraphBuild(EdgeRules):
     """One graph construction: the steps that find the declarations, then those that order and
     group the live PRs; build_series_graph calls them in order."""
@@ -72,6 +113,17 @@ class GraphBuild(EdgeRules):
     # -- supersession -----------------------------------------------------------------------
 
     def find_supersession(self) -> None:
+        """The old PR's word (its body and any comment: who closes it is often a maintainer),
+        else the new PR's author's ("Supersedes #N")."""
+        written: dict[PrNumber, Supersession] = {}
+        for number, pr in self.records.items():
+            for origin, text in authors_texts(pr):
+                for ref, words in predecessor_declarations(text):
+                    old = PrNumber(ref.number)
+                    if self._replaceable(ref, number):
+                        written[old] = Supersession(
+                            old, number, f"{origin} of #{number}", clip(words)
+                        )
         for number, pr in self.records.items():
             if pr.merged:
                 continue
@@ -80,16 +132,27 @@ class GraphBuild(EdgeRules):
             local = [
                 Supersession(number, PrNumber(ref.number), origin, clip(words))
                 for origin, text in texts
-                for ref, words in superseded_by_declarations(text)
+                for ref, words in successor_declarations(text)
                 if ref.is_local(self.repo) and ref.number != number
             ]
             if local:
-                self.superseded[number] = local[-1].by
-                self.supersessions.append(local[-1])
+                written[number] = local[-1]
+        for number, found in sorted(written.items()):
+            self.superseded[number] = found.by
+            self.supersessions.append(found)
         for number in self.superseded:
             final = self._follow_supersession(number)
             if final is not None:
                 self.final_superseder[number] = final
+
+    def _replaceable(self, ref: Reference, by: PrNumber) -> bool:
+        old = PrNumber(ref.number)
+        return (
+            ref.is_local(self.repo)
+            and old != by
+            and old in self.records
+            and not self.records[old].merged
+        )
 
     def _follow_supersession(self, pr: PrNumber) -> PrNumber | None:
         chain = [pr]
@@ -166,17 +229,68 @@ class GraphBuild(EdgeRules):
         return pr.head_repo.lower() == self.repo.lower()
 
     def declare_from_text(self) -> None:
+        about_others: list[tuple[PrNumber, Declared, str]] = []
         for number, pr in self.records.items():
+            own: list[tuple[Declared, str]] = []
             for origin, text in authors_texts(pr):
-                for found in dependency_declarations(text):
-                    self._declare_written(number, found, origin)
-                for found in stack_list_parents(text, number):
-                    self._declare_written(number, found, origin)
+                own += [(found, origin) for found in dependency_declarations(text)]
+                own += [(found, origin) for found in stack_list_edges(text, number)]
             for comment in pr.comments:
                 if comment.author.lower() in STACK_TOOL_BOTS:
-                    for found in stack_list_parents(comment.body, number):
-                        self._declare_written(number, found, comment_origin(comment))
+                    origin = comment_origin(comment)
+                    own += [(found, origin) for found in stack_list_parents(comment.body, number)]
+            for comment, maintainer in others_comments(pr):
+                said = [
+                    (found, comment_origin(comment))
+                    for found in dependency_declarations(comment.body)
+                ]
+                if maintainer:
+                    own += said
+                else:
+                    self._suggest(number, comment.author, said)
+            for found, origin in latest_statements(own):
+                if found.child is None and not found.on_self:
+                    self._declare_written(number, found, origin)
+                else:
+                    about_others.append((number, found, origin))
             self._find_tracking_issue(number, pr.body)
+        # What a PR's text says about other PRs comes after every PR's own word.
+        for writer, found, origin in about_others:
+            self._declare_about(writer, found, origin)
+
+    def _suggest(self, number: PrNumber, author: str, said: list[tuple[Declared, str]]) -> None:
+        """A dependency sentence by someone who may not declare one: kept to be shown."""
+        for found, origin in said:
+            child, parent = number, None
+            if found.child is not None and found.child.is_local(self.repo):
+                child = PrNumber(found.child.number)
+            if found.on_self:
+                parent = number
+            elif found.ref is not None and found.ref.is_local(self.repo):
+                parent = PrNumber(found.ref.number)
+            if parent is not None and parent != child:
+                self.suggestions.append(Suggestion(child, parent, found.text, origin, author))
+
+    def _declare_about(self, writer: PrNumber, found: Declared, origin: str) -> None:
+        """An edge a PR's text declares between other PRs, or from another PR to it: "since #A
+        depends on #B" (A → B), "#M is blocked on this" (M → writer), a merge-order story, an
+        entry of a stack list that describes the whole stack (only for a PR whose own text,
+        base branch or stack declare no parent)."""
+        child = writer
+        if found.child is not None:
+            if not found.child.is_local(self.repo) or found.child.number not in self.records:
+                return
+            child = PrNumber(found.child.number)
+        if found.on_self:
+            if child != writer and (child, writer) not in self.denied:
+                self._declare(child, writer, "depends_on", found.text, f"{origin} of #{writer}")
+            return
+        if child == writer:
+            self._declare_written(writer, found, origin)
+            return
+        if found.kind == "stack list" and any(edge.child == child for edge in self.edges):
+            return  # its own text or base branch says where it stands
+        self._declare_written(child, found, f"{origin} of #{writer}")
 
     def _declare_written(self, child: PrNumber, found: Declared, origin: str) -> None:
         denied = found.ref is not None and (child, found.ref.number) in self.denied

@@ -7,6 +7,7 @@ after every declaration is read (:mod:`stackbot.domain.series` specifies the rul
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -20,6 +21,7 @@ from stackbot.domain.series_records import (
     GraphProblem,
     ProblemKind,
     StackEdge,
+    Suggestion,
     Supersession,
 )
 from stackbot.domain.types import PrNumber
@@ -44,6 +46,11 @@ class _ProblemLog:
         return tuple(GraphProblem(kind, prs, self._found[(kind, prs)]) for kind, prs in keys)
 
 
+_WRITTEN = re.compile(
+    r"(?P<field>title|body|comment|review)(?: \d+)?(?: by @(?P<who>\S+))?(?: of #(?P<pr>\d+))?$"
+)
+_BY = re.compile(r"\bby @(\S+)")
+
 StackIdentity = tuple[str, int]  # ("id", 17) or ("number", 3)
 
 
@@ -67,6 +74,7 @@ class EdgeRules:
         # (child, parent) pairs whose latest override is no-dependency: text edges skip them.
         self.denied: set[tuple[int, int]] = set()
         self.supersessions: list[Supersession] = []
+        self.suggestions: list[Suggestion] = []
 
     def is_live(self, pr: PrNumber) -> bool:
         record = self.records.get(pr)
@@ -164,7 +172,29 @@ class EdgeRules:
                 f"#{child} depends on #{parent} ({source}), which was closed without merging; "
                 f"it is left out of #{child}'s stack",
             )
-        self.edges.add(StackEdge(child, parent, source, text, origin))
+        author, written_in = self.declarer(child, source, origin)
+        self.edges.add(StackEdge(child, parent, source, text, origin, author, written_in))
+
+    def declarer(self, child: PrNumber, source: EdgeSource, origin: str) -> tuple[str, str]:
+        """Who wrote a declaration and in which field, from where it was found (``origin``:
+        ``body``, ``comment 5 by @bob``, ``title of #12``, ``commit 1a2b3c4``, ...)."""
+        written = _WRITTEN.match(origin)
+        if written is not None:
+            pr = PrNumber(int(written["pr"])) if written["pr"] else child
+            record = self.records.get(pr)
+            author = written["who"] or (record.author if record is not None else "")
+            return author, written["field"]
+        record = self.records.get(child)
+        if source == "override":
+            by = _BY.search(origin)
+            return (by.group(1) if by else ""), "comment"
+        if source == "base_branch":
+            return (record.author if record is not None else ""), "base ref"
+        if source == "merged_head" and record is not None:
+            sha = origin.removeprefix("commit ")
+            authors = [c.author for c in record.commits if c.sha.startswith(sha) and c.author]
+            return (authors[0] if authors else ""), "commit"
+        return "", source.replace("_", " ")
 
     def _below_in_stack(self, child: PrNumber, parent: PrNumber) -> bool:
         if child not in self.stack_place:

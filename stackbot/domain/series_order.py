@@ -259,6 +259,16 @@ class Stacks(Mapping[int, list[PrNumber]]):
     def __repr__(self) -> str:
         return f"Stacks(<{len(self)} PRs, derived on demand>)"
 
+    def parents_of(self, pr: int) -> list[PrNumber]:
+        """``pr``'s live parents, smallest first."""
+        return sorted(self._live_parents[PrNumber(pr)])
+
+    def tips(self) -> list[PrNumber]:
+        """The PRs that are no PR's live parent, smallest first: their stacks hold every other
+        stack, so printing theirs prints each stack once (linear in a chain, not quadratic)."""
+        below = {parent for parents in self._live_parents.values() for parent in parents}
+        return sorted(pr for pr in self._live_parents if pr not in below)
+
 
 @dataclass(frozen=True)
 class SeriesGroup:

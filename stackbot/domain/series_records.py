@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from stackbot.domain.series_order import Stacks
 from stackbot.domain.types import PrNumber, SeriesKey
 
 EdgeSource = Literal["native_stack", "base_branch", "depends_on", "merged_head", "override"]
@@ -46,6 +47,10 @@ class StackEdge:
     # Where: "body", "comment 123 by @alice", "commit 1a2b3c4", "base ref", "native stack id 7",
     # "/stackbot depends-on by @alice (comment 55)".
     origin: str = field(default="", compare=False)
+    # Who wrote the declaring text (a GitHub login; "" when nobody did: a native stack) and in
+    # which field: "title", "body", "comment", "review", "base ref", "native stack", "commit".
+    author: str = field(default="", compare=False)
+    written_in: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +59,8 @@ class StackEdge:
             "source": self.source,
             "text": self.text,
             "origin": self.origin,
+            "author": self.author,
+            "field": self.written_in,
         }
 
 
@@ -95,6 +102,27 @@ class Supersession:
 
 
 @dataclass(frozen=True)
+class Suggestion:
+    """A dependency sentence by someone who is neither the PR's author nor a maintainer: shown,
+    never acted on."""
+
+    child: PrNumber
+    parent: PrNumber
+    text: str
+    origin: str  # "comment 5 by @carol"
+    author: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "child": self.child,
+            "parent": self.parent,
+            "text": self.text,
+            "origin": self.origin,
+            "author": self.author,
+        }
+
+
+@dataclass(frozen=True)
 class GraphProblem:
     kind: ProblemKind
     prs: tuple[PrNumber, ...]
@@ -131,6 +159,8 @@ class SeriesGraph:
     supersessions: tuple[Supersession, ...] = ()
     # The overrides given, applied or not.
     overrides: tuple[DependencyOverride, ...] = ()
+    # Dependency sentences by people who may not declare them (neither author nor maintainer).
+    suggestions: tuple[Suggestion, ...] = ()
 
     def series_of(self, pr: int) -> SeriesInfo | None:
         return self._series_by_pr.get(pr)
@@ -165,14 +195,34 @@ class SeriesGraph:
             {pr: tuple(sorted(found)) for pr, found in children.items()},
         )
 
+    def live_parents(self) -> list[tuple[int, list[PrNumber]]]:
+        """Each PR's live parents (those its stack holds), by PR."""
+        if isinstance(self.stacks, Stacks):
+            stacks = self.stacks
+            return [(pr, stacks.parents_of(pr)) for pr in sorted(stacks)]
+        return [
+            (pr, sorted(set(stack[:-1]) & set(self.parents_of(pr))))
+            for pr, stack in sorted(self.stacks.items())
+        ]
+
+    def stack_tips(self) -> list[int]:
+        """The PRs whose stacks hold all the others' (every PR when the stacks are a plain
+        mapping)."""
+        if isinstance(self.stacks, Stacks):
+            return list(self.stacks.tips())
+        return sorted(self.stacks)
+
     def to_json(self) -> dict[str, Any]:
+        """The graph as ``stackbot series graph --json`` prints it: each PR's live parents and
+        each stack once (the stacks of the PRs no other PR depends on), linear in the graph."""
         return {
             "series": [
                 {"key": info.key, "prs": list(info.prs), "order": list(info.order)}
                 for info in self.series
             ],
             "edges": [edge.to_json() for edge in self.edges],
-            "stacks": {str(pr): list(stack) for pr, stack in sorted(self.stacks.items())},
+            "parents": {str(pr): parents for pr, parents in self.live_parents()},
+            "stacks": {str(pr): list(self.stacks[pr]) for pr in self.stack_tips()},
             "problems": [
                 {"kind": problem.kind, "prs": list(problem.prs), "detail": problem.detail}
                 for problem in self.problems
@@ -183,4 +233,5 @@ class SeriesGraph:
                 for item in self.supersessions
             ],
             "overrides": [override.to_json() for override in self.overrides],
+            "suggestions": [suggestion.to_json() for suggestion in self.suggestions],
         }

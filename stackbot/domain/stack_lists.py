@@ -57,6 +57,8 @@ _BASE_FIRST = re.compile(
     r"|top[ \t]+(?:to|->|→)[ \t]+bottom|in[ \t]+order[ \t]+of[ \t]+merging",
     re.IGNORECASE,
 )
+# Tools that write their list on every PR of the stack: each PR's own list speaks for it.
+_EVERY_PR_TOOL = re.compile(r"ghstack|sapling|graphite|\bspr\b|ejoffe/spr|__->__", re.IGNORECASE)
 _MERGED = re.compile(r"\bmerged\b|✅|~~", re.IGNORECASE)
 _CONTEXT_LINES = 2
 
@@ -74,14 +76,21 @@ class _Entry:
 
 def stack_list_parents(text: str, number: int) -> list[Declared]:
     """What PR ``number`` depends on according to the stack lists in ``text``."""
+    return [found for found in stack_list_edges(text, number) if found.child is None]
+
+
+def stack_list_edges(text: str, number: int) -> list[Declared]:
+    """Every edge the stack lists in ``text`` (on PR ``number``) show: this PR's parent (``child``
+    None) and, for a hand-written or stax list that describes the whole stack, each other entry's
+    dependency on its neighbour toward the base (``child`` that entry). The tools that write
+    their list on every PR of the stack (ghstack, Sapling, spr, Graphite) speak for this PR only.
+    """
     readable = prose(text)
     lines = readable.split("\n")
     raw_lines = text.split("\n")
     found: list[Declared] = []
     for run in _runs(lines, raw_lines):
-        declared = _parent_in(run, lines, raw_lines, number, text)
-        if declared is not None:
-            found.append(declared)
+        found.extend(_edges_in(run, raw_lines, number, text))
     return found
 
 
@@ -113,14 +122,12 @@ def _runs(lines: list[str], raw_lines: list[str]) -> list[list[_Entry]]:
     return runs
 
 
-def _parent_in(
-    run: list[_Entry], lines: list[str], raw_lines: list[str], number: int, text: str
-) -> Declared | None:
+def _edges_in(run: list[_Entry], raw_lines: list[str], number: int, text: str) -> list[Declared]:
     prs = [entry for entry in run if entry.ref is not None]
     own = [e for e in prs if e.ref is not None and e.ref.number == number and e.ref.owner is None]
     own = own or [e for e in prs if e.ref is not None and e.ref.number == number]
     if len(prs) < 2 or len(own) != 1:
-        return None
+        return []
     me = own[0]
     first, last = run[0].line, run[-1].line
     context = "\n".join(
@@ -128,17 +135,25 @@ def _parent_in(
         + raw_lines[last + 1 : last + 1 + _CONTEXT_LINES + 1]
     )
     if not (_MARKER.search(me.raw) or _STACK_WORDS.search(context)):
-        return None
+        return []
     base_first = _base_is_first(run, context, text)
-    index = run.index(me)
-    neighbour_index = index - 1 if base_first else index + 1
-    if not 0 <= neighbour_index < len(run):
-        return None
-    neighbour = run[neighbour_index]
-    if neighbour.ref is None:
-        return None  # the base branch
-    upper, lower = (neighbour, me) if base_first else (me, neighbour)
-    return Declared(text=clip(text[upper.start : lower.end]), ref=neighbour.ref, kind="stack list")
+    whole = _MARKER.search(me.raw) is not None and _EVERY_PR_TOOL.search(text) is None
+    found: list[Declared] = []
+    for upper, lower in itertools.pairwise(run):
+        child, parent = (lower, upper) if base_first else (upper, lower)
+        if child.ref is None or parent.ref is None:
+            continue  # the base branch
+        if child is not me and (not whole or _MERGED.search(child.raw)):
+            continue
+        found.append(
+            Declared(
+                text=clip(text[upper.start : lower.end]),
+                ref=parent.ref,
+                kind="stack list",
+                child=None if child is me else child.ref,
+            )
+        )
+    return found
 
 
 def _base_is_first(run: list[_Entry], context: str, text: str) -> bool:

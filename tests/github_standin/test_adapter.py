@@ -125,7 +125,7 @@ def test_comments_are_written_and_edited(standin: StandinWorld, client: GitHubCl
     comment_id = client.create_comment(standin.repo, bottom, "<!-- stackbot -->\nreport")
     client.edit_comment(standin.repo, comment_id, "<!-- stackbot -->\nreport v2")
     assert client.get_comment(standin.repo, comment_id) == CommentRecord(
-        "bob", "<!-- stackbot -->\nreport v2", comment_id
+        "bob", "<!-- stackbot -->\nreport v2", comment_id, author_association="COLLABORATOR"
     )
     (stored,) = standin.control.comments(standin.repo, bottom)
     assert (stored.author, stored.body) == ("bob", "<!-- stackbot -->\nreport v2")

@@ -78,6 +78,8 @@ def test_clean_series_exits_0_with_json(tmp_path: Path) -> None:
                 "source": "base_branch",
                 "text": "yx/b1",
                 "origin": "base ref",
+                "author": "",
+                "field": "base ref",
             },
             {
                 "child": 8035,
@@ -85,6 +87,8 @@ def test_clean_series_exits_0_with_json(tmp_path: Path) -> None:
                 "source": "depends_on",
                 "text": "Depends on #8034",
                 "origin": "body",
+                "author": "",
+                "field": "body",
             },
             {
                 "child": 8748,
@@ -92,13 +96,17 @@ def test_clean_series_exits_0_with_json(tmp_path: Path) -> None:
                 "source": "merged_head",
                 "text": "Merge NVIDIA#8035's head (which contains NVIDIA#8034)",
                 "origin": "commit ccccccc",
+                "author": "",
+                "field": "commit",
             },
         ],
-        "stacks": {"8034": [8034], "8035": [8034, 8035], "8748": [8034, 8035, 8748]},
+        "parents": {"8034": [], "8035": [8034], "8748": [8035]},
+        "stacks": {"8748": [8034, 8035, 8748]},
         "problems": [],
         "external": [],
         "superseded": [],
         "overrides": [],
+        "suggestions": [],
     }
 
 
@@ -220,7 +228,8 @@ def test_optional_fields_default(tmp_path: Path, capsys: pytest.CaptureFixture[s
         (2, 1, "base_branch"),
         (3, 1, "merged_head"),
     ]
-    assert graph["stacks"]["2"] == [1, 2]
+    assert graph["parents"] == {"1": [], "2": [1], "3": [1]}
+    assert graph["stacks"] == {"2": [1, 2], "3": [1, 3]}
 
 
 def test_repo_option_decides_what_is_local(
@@ -237,6 +246,8 @@ def test_repo_option_decides_what_is_local(
             "source": "depends_on",
             "text": "Depends on acme/app#2",
             "origin": "body",
+            "author": "",
+            "field": "body",
         }
     ]
     assert main(["series", "graph", "--from-json", path, "--json"]) == 0

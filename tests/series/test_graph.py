@@ -357,9 +357,12 @@ def test_to_json_has_the_documented_shape() -> None:
                 "source": "depends_on",
                 "text": "Depends on #1 and other/x#3",
                 "origin": "body",
+                "author": "",
+                "field": "body",
             }
         ],
-        "stacks": {"1": [1], "2": [1, 2], "4": [4]},
+        "parents": {"1": [], "2": [1], "4": []},
+        "stacks": {"2": [1, 2], "4": [4]},
         "problems": [
             {
                 "kind": "missing_parent",
@@ -370,4 +373,5 @@ def test_to_json_has_the_documented_shape() -> None:
         "external": [{"child": 2, "ref": "other/x#3"}],
         "superseded": [],
         "overrides": [],
+        "suggestions": [],
     }

@@ -69,6 +69,7 @@ def comment_record(data: dict[str, Any]) -> CommentRecord:
         author=_login(data.get("user")),
         body=storable(str(data.get("body") or "")),
         id=int(data["id"]),
+        author_association=str(data.get("author_association") or "NONE"),
     )
 
 
