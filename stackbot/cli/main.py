@@ -29,7 +29,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "serve",
     "worker",
     "maintenance",
-    "deliveries",
 )
 
 EXIT_BAD_INPUT = 2
