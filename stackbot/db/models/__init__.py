@@ -1,6 +1,5 @@
 """All table models; importing this package registers every table on ``SQLModel.metadata``."""
 
-from stackbot.db.models.acted import ActedCommand, CommentCursor
 from stackbot.db.models.clock import ReadClock
 from stackbot.db.models.github import (
     Approval,
@@ -20,10 +19,8 @@ from stackbot.db.models.replies import CommandReply
 from stackbot.db.models.tasks import Task
 
 __all__ = [
-    "ActedCommand",
     "Approval",
     "CommandReply",
-    "CommentCursor",
     "DependencyEdge",
     "DependencyOverrideRow",
     "IntegrationRun",
