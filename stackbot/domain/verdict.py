@@ -17,7 +17,9 @@ The rules, first match wins:
    infra job only once its retries on other nodes are spent: a row shows the newest attempt);
 8. ``testing``: integrating, or test jobs are queued or running;
 9. ``no regressions``: every failure also fails on main (main's problem, shown amber, never red);
-10. ``ready``: integrated and every test passes.
+10. ``ready``: the tree this PR would land in (its stack, or a series tree holding exactly its
+    stack) is integrated and every test passes; ``passes with the series`` when every test
+    passes but only on a series tree that also holds PRs above it (issue 24).
 
 A tree's results count for a PR only if the PR is in that tree: the series run's tests are
 used only when the PR's own step merged (clean or resolved).
@@ -27,6 +29,13 @@ from __future__ import annotations
 
 from stackbot.domain.report_view import IntegrationView, PrReportView, StepView, TestRow
 from stackbot.domain.retries import note_text
+from stackbot.domain.tested_tree import (
+    TestedTree,
+    is_landing_tree,
+    landing_tree_words,
+    own_stack,
+    tested_tree,
+)
 from stackbot.domain.verdict_kinds import (
     ICON,
     TONE,
@@ -278,14 +287,31 @@ def _from_tests(view: PrReportView) -> Verdict:
             + series_note,
             "nothing to fix in this PR",
         )
+    passing = f"{len(rows)} test job{'s pass' if len(rows) != 1 else ' passes'}"
     if rows is view.tests:
         where = f"the integration `{(view.tested_commit or stack.commit or '')[:7]}`"
     else:  # series-first testing: the series tree holds this PR, its own stack ran nothing
+        tree = tested_tree(view)
+        if tree is not None and not is_landing_tree(view, tree):
+            return _with_series(view, tree, passing)
         series = view.series_integration
         commit = view.series_tested_commit or (series.commit if series else None) or ""
-        where = f"the series integration `{commit[:7]}`"
-    passing = f"{len(rows)} test job{'s pass' if len(rows) != 1 else ' passes'}"
+        where = f"the series integration `{commit[:7]}`, this PR's own tree ({landing_tree_words(view)})"
     return Verdict(VerdictKind.READY, f"{passing} on {where}" + series_note, "nothing to do")
+
+
+def _with_series(view: PrReportView, tree: TestedTree, passing: str) -> Verdict:
+    """ "ready" is for the tree this PR would land in: a PR that passed only inside the series
+    tree (which also holds PRs above it) says so, and how to get its own tree tested."""
+    own = set(own_stack(view))
+    beyond = tuple(n for n in tree.prs if n not in own) or tree.others(view.pr.number)
+    return Verdict(
+        VerdictKind.WITH_SERIES,
+        f"as part of the series tree with {_prs(beyond)}, {passing} on `{tree.commit[:7]}`; "
+        f"its own tree ({landing_tree_words(view)}) was not tested alone",
+        "land with the series, or `/stackbot test-alone`",
+        url=tree.url,
+    )
 
 
 def _series_failures(view: PrReportView) -> str:

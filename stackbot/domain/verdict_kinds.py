@@ -13,6 +13,8 @@ from stackbot.domain.report_view import TestRow
 
 class VerdictKind(StrEnum):
     READY = "ready"
+    # Passes, but only as part of a larger tree (the series'): its own tree was not tested.
+    WITH_SERIES = "passes with the series"
     NO_REGRESSIONS = "no regressions"
     NEEDS_APPROVAL = "needs approval"
     TESTING = "testing"
@@ -33,6 +35,7 @@ Tone = Literal["ok", "warn", "bad", "wait", "run", "off"]
 # One colour scheme everywhere: the dashboard's CSS classes are ``tone-<tone>``.
 TONE: dict[VerdictKind, Tone] = {
     VerdictKind.READY: "ok",
+    VerdictKind.WITH_SERIES: "ok",
     VerdictKind.NO_REGRESSIONS: "warn",
     VerdictKind.NEEDS_APPROVAL: "wait",
     VerdictKind.TESTING: "run",
@@ -44,6 +47,7 @@ TONE: dict[VerdictKind, Tone] = {
 }
 ICON: dict[VerdictKind, str] = {
     VerdictKind.READY: "✅",
+    VerdictKind.WITH_SERIES: "☑️",
     VerdictKind.NO_REGRESSIONS: "🟡",
     VerdictKind.NEEDS_APPROVAL: "✋",
     VerdictKind.TESTING: "⏳",

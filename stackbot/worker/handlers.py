@@ -27,6 +27,7 @@ from stackbot.services import (
     series_conflicts,
     stack_commands,
     sync,
+    test_alone,
 )
 from stackbot.taskqueue import TaskRegistry, queue
 
@@ -49,6 +50,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
         retarget,
         base_guard,
         stack_commands,
+        test_alone,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))

@@ -646,7 +646,7 @@ def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
     # main has test_ctx.py and its job has not run: main's side is pending
     assert row.comparison is not None and row.comparison.main_counts is None
     check = render_check_run(view, "own:8035", "1x4")
-    assert check.name == "stackbot / own:8035 1x4" and check.conclusion == "success"
+    assert check.name == "stackbot/tests: own files" and check.conclusion == "success"
     # Main has none of 8034's files (no baseline): its side is empty, not pending.
     assert [(r.test_set, r.shape) for r in rows_8034] == [("own:8034", "1x4"), ("own:8034", "2x4")]
     comparison = rows_8034[0].comparison

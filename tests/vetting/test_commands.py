@@ -286,3 +286,12 @@ def test_own_test_set_names_take_ascii_digits_only() -> None:
     assert own_test_set_pr("own:8035") == 8035
     for name in ("own:²", "own:٣", "own:", "own:-1", "amax-group", "OWN:1"):
         assert own_test_set_pr(name) is None, name
+
+
+def test_test_alone_parses_without_arguments_only() -> None:
+    from stackbot.domain.commands import USAGE, TestAlone
+
+    assert parse_command("/stackbot test-alone") == TestAlone()
+    assert parse_command("/Stackbot TEST-ALONE  ") == TestAlone()
+    assert isinstance(parse_command("/stackbot test-alone #8034"), Unknown)
+    assert "`/stackbot test-alone`" in USAGE

@@ -19,6 +19,7 @@ from stackbot.services.commands import (
     restack,
     retest,
     status,
+    test_alone,
     unknown,
 )
 from stackbot.services.commands.router import CommandContext, CommandOutcome, CommandRouter
@@ -34,6 +35,7 @@ ROUTER = CommandRouter(
     dependency.router,
     restack.router,
     port.router,
+    test_alone.router,
     unknown.router,
 )
 _unrouted = set(get_args(Command)) - ROUTER.commands
