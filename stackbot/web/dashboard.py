@@ -17,7 +17,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
 from stackbot.db import integration_store
-from stackbot.domain.graph_layout import GraphEdge, dependency_depths, edge_words
+from stackbot.domain.graph_layout import GraphEdge, edge_words, stack_order
 from stackbot.web import pages, readmodel
 from stackbot.web.joblogs import tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
@@ -109,7 +109,10 @@ def _stack_list(page: readmodel.SeriesPage) -> list[StackItem]:
     for child, parent, source in page.edges:
         sources.setdefault((child, parent), []).append(source)
     edges = [GraphEdge(c, p, "") for (c, p) in sources]
-    depths = dependency_depths(numbers, edges)
+    rows = {row.number: row for row in page.pulls}
+    parents_of: dict[int, list[int]] = {}
+    for child, parent in sources:
+        parents_of.setdefault(child, []).append(parent)
     conflicts: dict[int, dict[int, list[str]]] = {n: {} for n in numbers}
     for a, b, paths in page.conflict_pairs:
         conflicts.setdefault(a, {})[b] = paths
@@ -121,21 +124,21 @@ def _stack_list(page: readmodel.SeriesPage) -> list[StackItem]:
             conflicts.setdefault(other, {}).setdefault(step.pr_number, paths)
     return [
         StackItem(
-            row=row,
-            depth=min(depths.get(row.number, 0), 8),
+            row=rows[number],
+            depth=min(depth, 8),
             parents=sorted(
                 (
                     parent,
                     ", ".join(sorted(set(found))),
                     ", ".join(edge_words(source) for source in sorted(set(found))),
-                    _edge_title(page, child, parent, sorted(set(found))),
+                    _edge_title(page, number, parent, sorted(set(found))),
                 )
-                for (child, parent), found in sources.items()
-                if child == row.number
+                for parent in parents_of.get(number, ())
+                for found in (sources[(number, parent)],)
             ),
-            conflicts=sorted(conflicts.get(row.number, {}).items()),
+            conflicts=sorted(conflicts.get(number, {}).items()),
         )
-        for row in page.pulls
+        for number, depth in stack_order(numbers, edges)
     ]
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
+from sqlmodel import Session, col, select
 
+from stackbot.db.models import DependencyEdge, Repository
 from tests.support.dashboard_data import seed_series
 
 
@@ -102,3 +104,24 @@ def test_no_external_assets(client: TestClient, engine: Engine) -> None:
         assert "https://" not in html
     assert client.get("/static/style.css").status_code == 200
     assert client.get("/static/live.js").status_code == 200
+
+
+def test_stack_list_draws_each_pr_under_what_it_depends_on(
+    client: TestClient, engine: Engine
+) -> None:
+    """#8037 depends on #8035 only: it is drawn right under #8035's subtree, never indented
+    under #8036 (a sibling that also depends on #8034) as a depth-sorted list would."""
+    seed_series(engine, prs=4)
+    with Session(engine) as session:
+        for edge in session.exec(
+            select(DependencyEdge).where(col(DependencyEdge.child).in_([8036, 8037]))
+        ).all():
+            session.delete(edge)
+        repo_id = session.exec(select(Repository.id)).one()
+        session.add(DependencyEdge(repo_id=repo_id, child=8036, parent=8034, source="depends_on"))
+        session.add(DependencyEdge(repo_id=repo_id, child=8037, parent=8035, source="depends_on"))
+        session.commit()
+    html = client.get("/series/6307").text
+    graph = html.split('id="graph"')[1].split('class="legend')[0]
+    drawn = re.findall(r'class="node depth-(\d) [^"]*" role="listitem" data-pr="(\d+)"', graph)
+    assert [(int(n), int(d)) for d, n in drawn] == [(8034, 0), (8035, 1), (8037, 2), (8036, 1)]
