@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 
 from stackbot.db import integration_store
 from stackbot.domain.graph_layout import GraphEdge, edge_words, stack_order
+from stackbot.domain.verdict_kinds import Verdict, VerdictKind
 from stackbot.web import pages, readmodel
 from stackbot.web.joblogs import tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
@@ -28,10 +29,15 @@ TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals["slug"] = readmodel.series_slug
 
 
+_PAGE_LINK = re.compile(r"(?<![\w/\"])(/(?:jobs|runs|pulls|series)/[\w-]+(?:#[\w-]+)?)")
+
+
 def _ticks(text: str) -> Markup:
-    """A verdict's words as HTML: escaped, with its `code spans` as <code>."""
+    """A verdict's words as HTML: escaped, with its `code spans` as <code> and the dashboard's
+    own paths it names (``log: /jobs/1#log``) as links."""
     escaped = str(escape(text))
-    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+    coded = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return Markup(_PAGE_LINK.sub(r'<a href="\1">\1</a>', coded))
 
 
 TEMPLATES.env.filters["ticks"] = _ticks
@@ -49,6 +55,16 @@ def _matrix_prs(matrix: dict[str, Any]) -> list[int]:
     return sorted(int(n) for n in matrix.get("heads", {}))
 
 
+PROBLEM_WORDS = {
+    "cycle": "dependency cycle",
+    "missing_parent": "depends on a missing PR",
+    "closed_parent": "depends on a closed PR",
+    "superseded_parent": "depends on a replaced PR",
+    "conflict": "conflict",
+}
+TEMPLATES.env.globals["problem_words"] = lambda kind: PROBLEM_WORDS.get(
+    kind, str(kind).replace("_", " ")
+)
 TEMPLATES.env.globals["pair_paths"] = _pair_paths
 TEMPLATES.env.globals["matrix_prs"] = _matrix_prs
 TEMPLATES.env.filters["bytes"] = readmodel.human_bytes
@@ -72,7 +88,7 @@ def index(request: Request) -> HTMLResponse:
 @router.get("/series/{slug}", response_class=HTMLResponse)
 def series(request: Request, slug: str) -> Response:
     def render(page: readmodel.SeriesPage) -> bytes:
-        context = {"page": page, "stack": _stack_list(page)}
+        context = {"page": page, "stack": _stack_list(page), "summary": series_summary(page)}
         return bytes(TEMPLATES.TemplateResponse(request, "series.html", context).body)
 
     return pages.send_series(request, slug, render, kind="series", media_type="text/html")
@@ -90,6 +106,81 @@ def series_flaky(request: Request, slug: str) -> HTMLResponse:
     """The tests the series found flaky, per test across runs, with both jobs of each time."""
     page = pages.series_flaky(request, slug)
     return TEMPLATES.TemplateResponse(request, "series_flaky.html", {"page": page})
+
+
+DONE_STATES = ("ready", "closed", "merged", "superseded")
+SUMMARY_GROUPS = 8  # lines of "needs action" in the summary; the rest are folded under them
+
+
+@dataclass(frozen=True)
+class ActionGroup:
+    """PRs that need the same action for the same reason: one line of the summary."""
+
+    verdict: Verdict
+    prs: list[tuple[int, str | None]]  # (PR, its log or run when the verdict names one)
+
+    @property
+    def same_failures(self) -> int:
+        return len(self.verdict.failing)
+
+
+@dataclass(frozen=True)
+class SeriesSummary:
+    """What a reader of a big series needs first: how many PRs stand where, which need action
+    (one line per reason, PRs that share it folded together), and the conflicting pairs."""
+
+    counts: list[tuple[str, str, int]]  # (label, css class, PRs)
+    groups: list[ActionGroup]
+    folded: list[ActionGroup]  # the groups past the first SUMMARY_GROUPS
+    needing: int  # PRs that need action
+    total: int
+
+    @property
+    def folded_prs(self) -> int:
+        return sum(len(group.prs) for group in self.folded)
+
+
+def _group_key(verdict: Verdict) -> tuple[object, ...]:
+    """PRs fold together when their verdict says the same thing: the same failing tests (new
+    failures), the same wait for a vetter (each PR's own head aside), else the same words (a
+    PR's own log link aside)."""
+    if verdict.failing:
+        return (verdict.kind, verdict.failing, verdict.paths)
+    if verdict.kind is VerdictKind.NEEDS_APPROVAL:
+        return (verdict.kind,)
+    return (verdict.kind, verdict.label, verdict.summary, _LOG_LINK.sub("", verdict.action))
+
+
+_LOG_LINK = re.compile(r"/jobs/\d+#log")
+
+
+def series_summary(page: readmodel.SeriesPage) -> SeriesSummary:
+    counts: dict[tuple[str, str], int] = {}
+    groups: dict[tuple[object, ...], ActionGroup] = {}
+    needing = 0
+    for row in page.pulls:
+        state = row.display_state
+        if row.verdict is not None and state not in ("closed", "merged", "superseded"):
+            label, css = row.verdict.label, f"tone-{row.verdict.tone}"
+            if row.verdict.kind is VerdictKind.BLOCKED:
+                label = "blocked"  # one count, whichever PR blocks it
+        else:
+            label, css = state, f"st-{state}"
+        counts[(label, css)] = counts.get((label, css), 0) + 1
+        if row.verdict is None or state in DONE_STATES:
+            continue
+        needing += 1
+        group = groups.setdefault(_group_key(row.verdict), ActionGroup(row.verdict, []))
+        group.prs.append((row.number, row.verdict.url))
+    order = {"bad": 0, "wait": 1, "warn": 2, "run": 3, "ok": 4, "off": 5}
+    ranked = sorted(groups.values(), key=lambda g: (order.get(g.verdict.tone, 9), -len(g.prs)))
+    return SeriesSummary(
+        counts=[(label, css, n) for (label, css), n in sorted(counts.items(), key=lambda i: -i[1])],
+        groups=ranked[:SUMMARY_GROUPS],
+        folded=ranked[SUMMARY_GROUPS:],
+        needing=needing,
+        total=len(page.pulls),
+    )
 
 
 @dataclass(frozen=True)
