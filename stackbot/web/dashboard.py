@@ -20,7 +20,7 @@ from stackbot.db import integration_store
 from stackbot.domain.graph_layout import GraphEdge, edge_words, stack_order
 from stackbot.domain.verdict_kinds import Verdict, VerdictKind
 from stackbot.web import pages, readmodel
-from stackbot.web.joblogs import tail_line
+from stackbot.web.joblogs import log_lines, tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
 from stackbot.web.readmodel.closed_children import closed_child_rows
 from stackbot.web.readmodel.jobs import node_names, tested_by
@@ -301,6 +301,7 @@ def job(request: Request, job_id: RowId) -> HTMLResponse:
             "job": detail.summary,
             "tests": detail.tests,
             "log": detail.log,
+            "lines": log_lines(detail.log),
             "tested": detail.tested,
             "node": node_names(detail.summary.node),
             "cause": detail.cause,

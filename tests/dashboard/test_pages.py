@@ -125,3 +125,22 @@ def test_stack_list_draws_each_pr_under_what_it_depends_on(
     graph = html.split('id="graph"')[1].split('class="legend')[0]
     drawn = re.findall(r'class="node depth-(\d) [^"]*" role="listitem" data-pr="(\d+)"', graph)
     assert [(int(n), int(d)) for d, n in drawn] == [(8034, 0), (8035, 1), (8037, 2), (8036, 1)]
+
+
+def test_a_failed_jobs_log_opens_at_its_failing_lines(
+    client: TestClient, engine: Engine, tmp_path: Path
+) -> None:
+    """The log view numbers its lines, highlights the failing ones and lists them at the top
+    (the verdicts' `log: /jobs/N#log` lands there, as Prow's Spyglass does)."""
+    seed_series(engine, prs=2, log_dir=tmp_path / "jobs")
+    failed = [j for j in client.get("/api/jobs").json()["finished"] if j["status"] == "failed"]
+    pages = [client.get(f"/jobs/{job['id']}").text for job in failed]
+    html = next(page for page in pages if 'id="log"' in page)  # main's baselines keep no log
+    highlighted = re.findall(r'<span class="log-line failing" id="L(\d+)">([^<]*)', html)
+    assert [text.split(" - ")[0] for _, text in highlighted] == [
+        "FAILED tests/unit_tests/test_amax_reduction_group.py::test_amax_group"
+    ]
+    first = highlighted[0][0]
+    assert f'data-first-failure="L{first}"' in html
+    assert f'<a href="#L{first}">line {first}</a>' in html
+    assert "[runner] tests: 0 test results" in html  # "0 … results" is not a failure
