@@ -41,6 +41,10 @@ def _ticks(text: str) -> Markup:
 
 
 TEMPLATES.env.filters["ticks"] = _ticks
+# A PR's own test files as a test set's name reads: ``own:8034`` → ``#8034's own tests``.
+TEMPLATES.env.filters["set_name"] = lambda name: re.sub(
+    r"\bown:(\d+)", r"#\1's own tests", str(name)
+)
 
 
 def _pair_paths(matrix: dict[str, Any], a: int, b: int) -> list[str]:
@@ -69,6 +73,15 @@ TEMPLATES.env.globals["pair_paths"] = _pair_paths
 TEMPLATES.env.globals["matrix_prs"] = _matrix_prs
 TEMPLATES.env.filters["bytes"] = readmodel.human_bytes
 TEMPLATES.env.filters["num"] = lambda value: f"{float(value):g}"
+# A job's purpose as the GPU-hours page says it: "tree 0.58" read as a tree's size.
+PURPOSE_WORDS = {
+    "baseline": "main's baselines",
+    "tree": "the tree's tests",
+    "confirm": "confirming failures",
+    "bisect": "finding the culprit",
+    "retry": "retries",
+}
+TEMPLATES.env.filters["purpose"] = lambda purpose: PURPOSE_WORDS.get(purpose, purpose)
 TEMPLATES.env.filters["hours"] = lambda value: f"{float(value):,.2f}"
 
 router = APIRouter(include_in_schema=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -144,3 +145,22 @@ def test_a_failed_jobs_log_opens_at_its_failing_lines(
     assert f'data-first-failure="L{first}"' in html
     assert f'<a href="#L{first}">line {first}</a>' in html
     assert "[runner] tests: 0 test results" in html  # "0 … results" is not a failure
+
+
+def test_pages_say_things_in_words(client: TestClient, engine: Engine, tmp_path: Path) -> None:
+    """Issue 27's page-side jargon: the index names its problem count (never a bare `0` next to
+    a red run), a job page lists its tree's PRs once, a PR's own test set reads as such."""
+    seed_series(engine, prs=3, log_dir=tmp_path / "jobs")
+    index = _text(client.get("/").text)
+    assert "dependency problems" in index and "1 problem" in index
+    series_job = next(
+        job
+        for job in client.get("/api/jobs").json()["finished"]
+        if job["kind"] == "integration" and job["status"] == "failed"
+    )
+    page = html.unescape(_text(client.get(f"/jobs/{series_job['id']}").text))
+    tested = page.split("Tested ")[1].split(" integration job")[0]
+    assert re.fullmatch(r"the tree of (#\d+'s stack|series #6307): #8034(, #\d+)*", tested), tested
+    from stackbot.web.dashboard import TEMPLATES
+
+    assert TEMPLATES.env.filters["set_name"]("own:8034") == "#8034's own tests"
