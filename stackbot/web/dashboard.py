@@ -363,7 +363,9 @@ def install(app: Any) -> None:
     from fastapi.staticfiles import StaticFiles
 
     from stackbot.web import api
+    from stackbot.web.conditional import ConditionalGet
 
+    app.add_middleware(ConditionalGet)
     app.include_router(api.router)
     app.include_router(router)
     app.mount(

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from stackbot.db.models import DependencyEdge, Repository
+from stackbot.db.models import DependencyEdge, PullRequest, Repository
 from tests.support.dashboard_data import seed_series
 
 
@@ -164,3 +164,34 @@ def test_pages_say_things_in_words(client: TestClient, engine: Engine, tmp_path:
     from stackbot.web.dashboard import TEMPLATES
 
     assert TEMPLATES.env.filters["set_name"]("own:8034") == "#8034's own tests"
+
+
+def test_a_page_the_browser_holds_is_answered_304_until_it_changes(
+    client: TestClient, engine: Engine
+) -> None:
+    """Live updates ask "has this page changed?" (If-None-Match): a write elsewhere moves the
+    change token but not the page (304, no body); a write the page shows gives 200 and a new
+    ETag."""
+    seed_series(engine, prs=4)
+    first = client.get("/series/6307")
+    etag = first.headers["etag"]
+    assert first.status_code == 200 and first.headers["cache-control"] == "no-cache"
+    before = client.get("/api/changes").json()["token"]
+    with Session(engine) as session:
+        session.add(Repository(full_name="someone/else", clone_url="file:///nowhere"))
+        session.commit()
+    assert client.get("/api/changes").json()["token"] != before  # the poll sees a change
+    unchanged = client.get("/series/6307", headers={"If-None-Match": etag})
+    assert unchanged.status_code == 304 and unchanged.content == b""
+    assert unchanged.headers["etag"] == etag
+    with Session(engine) as session:
+        pull = session.exec(select(PullRequest).where(PullRequest.number == 8035)).one()
+        pull.title = "A title this page shows"
+        session.add(pull)
+        session.commit()
+    changed = client.get("/series/6307", headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and "A title this page shows" in changed.text
+    assert changed.headers["etag"] != etag
+    assert client.get("/jobs", headers={"If-None-Match": '"stale"'}).status_code == 200
+    jobs_etag = client.get("/jobs").headers["etag"]
+    assert client.get("/jobs", headers={"If-None-Match": jobs_etag}).status_code == 304

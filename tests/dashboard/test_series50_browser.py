@@ -5,6 +5,7 @@ at 1400 and 390 px. Screenshots are saved as artifacts (series50-<width>.png).""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from sqlmodel import Session, select
 from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import load_settings
 from stackbot.db.engine import session_scope
-from stackbot.db.models import PullRequest, Series
+from stackbot.db.models import PullRequest, Repository, Series
 from stackbot.domain.report import render_sticky_comment
 from stackbot.domain.report_checks import (
     render_approval_check,
@@ -38,7 +39,15 @@ LAYER = "megatron/core/transformer/transformer_layer.py"
 
 
 @pytest.fixture
-def site(engine: Engine, tmp_path: Path) -> Iterator[tuple[str, list[PrReportView]]]:
+def answers() -> list[tuple[str, int, bool]]:
+    """(path, status, whether the request was conditional) of every GET the site answered."""
+    return []
+
+
+@pytest.fixture
+def site(
+    engine: Engine, tmp_path: Path, answers: list[tuple[str, int, bool]]
+) -> Iterator[tuple[str, list[PrReportView]]]:
     seed_series(engine, prs=PRS, first=FIRST, log_dir=tmp_path / "jobs")
     pairs = [
         {"a": FIRST + i, "b": FIRST + i + 7, "conflicts": [{"path": LAYER, "type": "contents"}]}
@@ -63,6 +72,15 @@ def site(engine: Engine, tmp_path: Path) -> Iterator[tuple[str, list[PrReportVie
     app.state.settings = settings
     exposure.install(app, settings)
     dashboard.install(app)
+
+    @app.middleware("http")
+    async def record(request: Any, call_next: Any) -> Any:
+        response = await call_next(request)
+        if request.method == "GET":
+            conditional = "if-none-match" in request.headers
+            answers.append((request.url.path, response.status_code, conditional))
+        return response
+
     server = BackgroundServer(port=0, name="series50")
     with server.serving(app):
         yield server.url, views
@@ -148,6 +166,7 @@ def test_live_updates_patch_the_page_without_reloading(
     site: Any,
     browser: Any,
     engine: Engine,
+    answers: list[tuple[str, int, bool]],
 ) -> None:
     url, _ = site
     context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -156,12 +175,22 @@ def test_live_updates_patch_the_page_without_reloading(
         page.goto(url + "/series/6307")
         page.evaluate("window.__not_reloaded = 42")
         page.mouse.move(1, 1)  # away from anything with a tooltip
+        # A write the page does not show: the change token moves, the page is asked for
+        # again only conditionally and answered 304 (no body).
+        with session_scope(engine) as session:
+            session.add(Repository(full_name="someone/else", clone_url="file:///nowhere"))
+        deadline = time.monotonic() + 20
+        while ("/series/6307", 304, True) not in answers and time.monotonic() < deadline:
+            page.wait_for_timeout(200)
+        assert ("/series/6307", 304, True) in answers, answers
+        assert [a for a in answers if a[0] == "/series/6307" and a[1] == 200 and a[2]] == []
         with session_scope(engine) as session:
             pull = session.exec(select(PullRequest).where(PullRequest.number == FIRST)).one()
             pull.title = "A title changed while the page was open"
             pull.synced_at = datetime.now(UTC)
             session.add(pull)
         page.wait_for_selector("text=A title changed while the page was open", timeout=20_000)
+        assert ("/series/6307", 200, True) in answers  # this change was sent in full
         assert page.evaluate("window.__not_reloaded") == 42
         assert "updated" in page.locator("#live").inner_text()
     finally:
