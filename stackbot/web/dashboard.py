@@ -81,6 +81,7 @@ PURPOSE_WORDS = {
     "bisect": "finding the culprit",
     "retry": "retries",
 }
+TEMPLATES.env.filters["edge_words"] = edge_words
 TEMPLATES.env.filters["purpose"] = lambda purpose: PURPOSE_WORDS.get(purpose, purpose)
 TEMPLATES.env.filters["hours"] = lambda value: f"{float(value):,.2f}"
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine
@@ -195,3 +196,64 @@ def test_live_updates_patch_the_page_without_reloading(
         assert "updated" in page.locator("#live").inner_text()
     finally:
         context.close()
+
+
+PAGES = (
+    "/series/6307",
+    f"/pulls/{FIRST + 1}",
+    "/runs/1",
+    "/jobs",
+    "/jobs/1",
+    "/",
+    "/tasks",
+    "/maintenance",
+    "/series/6307/gpu",
+    "/series/6307/flaky",
+)
+# Every PR number, SHA and pill inside a table cell: an inline box split over two lines has
+# two client rectangles (`#803` / `4`, `fdc5ec` / `f`).
+SPLIT = """() => Array.from(document.querySelectorAll(
+    'td a.pr, th a.pr, td code.sha, th code.sha, td .pill, td a[href^="/pulls/"], td a[href^="/series/"]'))
+  .filter(e => e.getClientRects().length > 1).map(e => e.textContent)"""
+
+
+def test_layout_holds_at_1400_and_390_px(site: Any, browser: Any) -> None:
+    """Issue 27's layout facts on a 50-PR series: no PR number or SHA split across lines in
+    any table cell and no horizontal page scroll, at 1400 and 390 px, on every page; the series
+    summary (counts, what needs action, the conflicting pairs) above the first fold at 1400 px;
+    a step's conflicts readable on a phone."""
+    url, _ = site
+    conflicting = next(
+        run["id"]
+        for run in httpx.get(f"{url}/api/pulls/{FIRST + 1}").json()["runs"]
+        if run["status"] == "conflict"
+    )
+    heights: dict[str, int] = {}
+    for width in (1400, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        try:
+            for path in (*PAGES, f"/runs/{conflicting}"):
+                page.goto(url + path)
+                wide = page.evaluate("document.documentElement.scrollWidth")
+                assert wide <= width, f"{path} is {wide} px wide at {width} px"
+                split = page.evaluate(SPLIT)
+                assert split == [], f"{path} at {width} px splits {split[:5]}"
+                heights[f"{path} at {width} px"] = page.evaluate(
+                    "document.documentElement.scrollHeight"
+                )
+            page.goto(url + "/series/6307")
+            summary = page.locator("#summary").bounding_box()
+            assert summary is not None
+            if width == 1400:
+                bottom = summary["y"] + summary["height"]
+                assert bottom <= 900, f"the summary ends at {bottom} px, below the fold"
+            assert page.locator("#pairs-summary .pair").count() == 5
+            assert page.locator("#counts .pill").count() >= 4
+            page.goto(f"{url}/runs/{conflicting}")
+            cell = page.locator("table.steps td.conflicts").filter(has_text="conflicts with")
+            box = cell.first.bounding_box()
+            assert box is not None and box["width"] >= 0.8 * (width - 40 if width < 700 else 300)
+        finally:
+            context.close()
+    print("page heights:", heights)  # -s shows them: before/after figures for the issue
