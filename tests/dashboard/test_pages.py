@@ -195,3 +195,16 @@ def test_a_page_the_browser_holds_is_answered_304_until_it_changes(
     assert client.get("/jobs", headers={"If-None-Match": '"stale"'}).status_code == 200
     jobs_etag = client.get("/jobs").headers["etag"]
     assert client.get("/jobs", headers={"If-None-Match": jobs_etag}).status_code == 304
+
+
+def test_a_pr_page_says_why_it_has_no_jobs_and_links_the_series_run(
+    client: TestClient, engine: Engine
+) -> None:
+    """#8035's stack conflicts: its page says there is no tree to test (not "No jobs yet") and
+    links the series run with its outcome there, not only its own stack run."""
+    seeded = seed_series(engine, prs=4)
+    page = _text(client.get("/pulls/8035").text)
+    assert "No jobs: its stack did not merge" in page
+    assert "No jobs yet" not in page
+    line = page.split("'s latest run")[1].split("Integration runs")[0]
+    assert f"run {seeded['series_run_id']}" in line
