@@ -19,6 +19,7 @@ class Tested:
 
     text: str  # "#8035's stack (#8034, #8035)", "main 42ddc87", "series #6307 (4 PRs)"
     prs: tuple[int, ...]  # every PR in the tree
+    whose: str = ""  # the tree without its PRs: "series #6307", "#8035's stack"
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "prs": list(self.prs)}
@@ -50,9 +51,10 @@ def tested_by(session: Session, jobs: list[JobSummary]) -> dict[int, Tested]:
         listed = ", ".join(f"#{n}" for n in prs)
         if run.kind == "series":
             prefix = "the first PRs of " if job.step_position is not None else ""
-            found[job.id] = Tested(f"{prefix}series {run.series_key} ({listed})", prs)
+            whose = f"{prefix}series {run.series_key}"
         else:
-            found[job.id] = Tested(f"#{run.target_pr}'s stack ({listed})", prs)
+            whose = f"#{run.target_pr}'s stack"
+        found[job.id] = Tested(f"{whose} ({listed})", prs, whose)
     return found
 
 

@@ -169,12 +169,11 @@ def pull_detail(
         else None
     )
     series_tests: tuple[TestCell, ...] = ()
+    series_step = None  # this PR's step in the latest series run (where it conflicts, say)
     if series_run is not None and series_run.id is not None:
-        merged = {
-            step.pr_number
-            for step in run_steps(session, series_run.id)
-            if step.outcome in ("clean", "resolved")
-        }
+        steps = run_steps(session, series_run.id)
+        series_step = next((step for step in steps if step.pr_number == number), None)
+        merged = {step.pr_number for step in steps if step.outcome in ("clean", "resolved")}
         if number in merged:
             series_tests = tuple(
                 cell
@@ -197,6 +196,8 @@ def pull_detail(
         "runs": [run_summary(run) for run in runs],
         "series": series,
         "series_run": run_summary(series_run) if series_tests and series_run else None,
+        "latest_series_run": run_summary(series_run) if series_run else None,
+        "series_step": series_step,
         "series_tests": series_tests,
         "approvals": [
             {"sha": a.sha, "vetter": a.vetter, "kind": a.kind, "created_at": iso(a.created_at)}
