@@ -132,6 +132,7 @@ def decide(
         logs=_logs(present, rank_reports, tests_dir, out_dir),
         started_at=started_at,
         finished_at=finished_at,
+        environment=dict(first.environment) if first else {},
     )
     return result.uncounted() if result.status == "infra" else result
 
