@@ -23,8 +23,10 @@ JobStatus = Literal["passed", "failed", "error", "timeout", "infra", "cancelled"
 # ``flaky``, ``flaky_in_dev``): reported, never counted as a failure.
 Outcome = Literal["passed", "failed", "error", "skipped", "flaky"]
 # Whose error an ``error`` or ``infra`` status is: "tree" (pytest could not collect or load the
-# tree's tests, or a rank raised before any result), "node" (the machine), "" when not known.
-ErrorOf = Literal["", "tree", "node"]
+# tree's tests, or a rank raised before any result), "node" (the machine), "configuration"
+# (1.2: a target ran on fewer ranks than it needs, so its failures are not judged: the shape is
+# wrong, never the tree), "" when not known.
+ErrorOf = Literal["", "tree", "node", "configuration"]
 NodeCheck = Literal["passed", "failed", "skipped"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)

@@ -192,8 +192,8 @@ def _status(
     bad = [
         t for t in merged.tests if t.outcome in ("failed", "error") and t.nodeid not in not_judged
     ]
-    if not bad and short:
-        return JobVerdict("error", short, "tree")
+    if not bad and short:  # not judged: the shape, not the tree, is what is wrong
+        return JobVerdict("error", short, "configuration")
     if bad:
         message = (
             f"{len(bad)} of {merged.counts.total} tests failed or errored on ranks "
