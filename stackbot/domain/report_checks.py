@@ -42,6 +42,8 @@ def row_conclusion(row: TestRow) -> Conclusion | None:
         return "cancelled"
     if row.status == "infra":
         return "neutral"  # the machine failed, not the code: `/stackbot retest` runs it again
+    if row_state(row) == "not-judged":
+        return "neutral"  # too few ranks for its tests: the configuration, not the code
     comparison = row.comparison
     if comparison is None or row.status == "error":
         return "failure"
@@ -63,7 +65,14 @@ APPROVAL_CHECK = "stackbot/approval"
 def ordered_rows(view: PrReportView) -> tuple[TestRow, ...]:
     """The PR's test rows, new failures first (GitHub's merge box lists check runs in the
     order they were created)."""
-    order = {"new-failures": 0, "job-trouble": 1, "no-regressions": 2, "running": 3, "passed": 4}
+    order = {
+        "new-failures": 0,
+        "job-trouble": 1,
+        "no-regressions": 2,
+        "not-judged": 3,
+        "running": 3,
+        "passed": 4,
+    }
     return tuple(sorted(view.tests, key=lambda row: order[row_state(row)]))
 
 
@@ -182,6 +191,7 @@ _ROW_TITLE = {
     "new-failures": "new failures",
     "job-trouble": "no usable result",
     "running": "running",
+    "not-judged": "not judged",
 }
 
 
