@@ -21,7 +21,7 @@ _KNOWN_KEYS = {"description", "shapes", "timeout_s", "megatron_targets", "refere
 _KNOWN_KEYS |= {"env", "container_image", "setup_commands"}
 _KNOWN_KEYS |= {"markers", "tolerated_markers", "min_world_size"}
 _OWN_KEYS = {"roots", "default_shapes", "rules", "timeout_s", "env", "container_image"}
-_OWN_KEYS |= {"setup_commands", "markers", "tolerated_markers"}
+_OWN_KEYS |= {"setup_commands", "markers", "tolerated_markers", "min_world_size"}
 # The test-set name of a PR's own test files: ``own:8035`` (see :class:`OwnTests`).
 OWN_PREFIX = "own:"
 
@@ -141,6 +141,9 @@ class OwnTests:
     setup_commands: tuple[str, ...] = ()
     markers: str | None = None
     tolerated_markers: tuple[str, ...] = ()
+    # { "TARGET" = RANKS }: files under a target written for that many ranks (Megatron's unit
+    # tests: 8). Such a file runs only on shapes with at least that many ranks (see shapes_for).
+    min_world_size: dict[str, int] = field(default_factory=dict)
 
     def is_test_file(self, path: str) -> bool:
         """A pytest file (``test_*.py`` or ``*_test.py``) under one of the roots."""
@@ -150,10 +153,25 @@ class OwnTests:
         return any(path.startswith(root.rstrip("/") + "/") for root in self.roots)
 
     def shapes_for(self, path: str) -> tuple[Shape, ...]:
-        for rule in self.rules:
-            if rule.matches(path):
-                return rule.shapes
-        return self.default_shapes
+        """The shapes ``path`` runs on: its rule's (else the default ones) that have the ranks
+        its tests need; when none has, the smallest shape of that many ranks on the widest
+        nodes those shapes use (8 ranks on 4-GPU nodes: 2x4; on 8-GPU nodes: 1x8). A file is
+        never run on fewer ranks than it needs."""
+        shapes = next((rule.shapes for rule in self.rules if rule.matches(path)), None)
+        shapes = shapes or self.default_shapes
+        needs = self.ranks_needed(path)
+        if needs is None:
+            return shapes
+        enough = tuple(shape for shape in shapes if shape.world_size >= needs)
+        if enough:
+            return enough
+        gpus = max(shape.gpus_per_node for shape in shapes)
+        return (Shape(-(-needs // gpus), gpus),)
+
+    def ranks_needed(self, path: str) -> int | None:
+        """The ranks the tests of ``path`` need (the largest of the targets holding it)."""
+        found = [n for target, n in self.min_world_size.items() if target_contains(target, path)]
+        return max(found) if found else None
 
     def test_set(self, pr: int, targets: tuple[str, ...], shape: Shape | str) -> TestSet:
         """The test set of PR ``pr``'s own files ``targets`` on ``shape``."""
@@ -170,6 +188,7 @@ class OwnTests:
             description=f"the test files #{pr} adds or modifies",
             markers=self.markers,
             tolerated_markers=self.tolerated_markers,
+            min_world_size=dict(self.min_world_size),
         )
 
 
@@ -258,7 +277,8 @@ def _own_tests(body: Any) -> OwnTests:
     if timeout_s <= 0:
         raise ContractError(r.name("timeout_s"), "must be positive")
     markers, tolerated = r.opt_text("markers"), r.texts("tolerated_markers")
-    check_conventions(markers, tolerated, {}, "own_tests.")
+    min_world_size = r.count_map("min_world_size")
+    check_conventions(markers, tolerated, min_world_size, "own_tests.")
     return OwnTests(
         roots=tuple(root.strip("/") for root in roots),
         default_shapes=defaults,
@@ -269,6 +289,7 @@ def _own_tests(body: Any) -> OwnTests:
         setup_commands=r.texts("setup_commands"),
         markers=markers,
         tolerated_markers=tolerated,
+        min_world_size=min_world_size,
     )
 
 

@@ -132,6 +132,7 @@ def decide(
         logs=_logs(present, rank_reports, tests_dir, out_dir),
         started_at=started_at,
         finished_at=finished_at,
+        environment=dict(first.environment) if first else {},
     )
     return result.uncounted() if result.status == "infra" else result
 
@@ -191,8 +192,8 @@ def _status(
     bad = [
         t for t in merged.tests if t.outcome in ("failed", "error") and t.nodeid not in not_judged
     ]
-    if not bad and short:
-        return JobVerdict("error", short, "tree")
+    if not bad and short:  # not judged: the shape, not the tree, is what is wrong
+        return JobVerdict("error", short, "configuration")
     if bad:
         message = (
             f"{len(bad)} of {merged.counts.total} tests failed or errored on ranks "

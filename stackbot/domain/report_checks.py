@@ -45,6 +45,8 @@ def row_conclusion(row: TestRow) -> Conclusion | None:
         return "cancelled"
     if row.status == "infra":
         return "neutral"  # the machine failed, not the code: `/stackbot retest` runs it again
+    if row_state(row) == "not-judged":
+        return "neutral"  # too few ranks for its tests: the configuration, not the code
     comparison = row.comparison
     if comparison is None or row.status == "error":
         return "failure"
@@ -79,7 +81,14 @@ def ordered_rows(view: PrReportView) -> tuple[TestRow, ...]:
     """The test rows of the tree the PR was tested in (its stack's, else the series' that
     holds it), new failures first (GitHub's merge box lists check runs in the order they were
     created)."""
-    order = {"new-failures": 0, "job-trouble": 1, "no-regressions": 2, "running": 3, "passed": 4}
+    order = {
+        "new-failures": 0,
+        "job-trouble": 1,
+        "no-regressions": 2,
+        "not-judged": 3,
+        "running": 3,
+        "passed": 4,
+    }
     tree = tested_tree(view)
     rows = tree.rows if tree is not None else view.tests
     return tuple(sorted(rows, key=lambda row: order[row_state(row)]))
@@ -214,6 +223,7 @@ _ROW_TITLE = {
     "new-failures": "new failures",
     "job-trouble": "no usable result",
     "running": "running",
+    "not-judged": "not judged",
 }
 
 

@@ -47,6 +47,7 @@ _ROW_WORDS = {
     "new-failures": "new failures",
     "running": "",
     "job-trouble": "no usable result",
+    "not-judged": "not judged: run on fewer ranks than its tests need (the configuration, not the PR)",
 }
 
 
@@ -55,7 +56,7 @@ def test_line(row: TestRow) -> str:
     the verdict's colour for the row (🟡: fails only what main fails too)."""
     state = row_state(row)
     text = f"{ROW_ICON[state]} **{row.label}**: {test_summary(row)}"
-    if state == "no-regressions":
+    if state in ("no-regressions", "not-judged"):
         text += f" — {_ROW_WORDS[state]}"
     return text
 

@@ -103,6 +103,7 @@ class TestRow:
     reused_from: ReusedFrom | None = None
     url: str | None = None
     error: str | None = None
+    error_of: str = ""  # whose fault an error is (gpu_jobs' error_of): tree | node | configuration
     # When the row's job retries infra failures: every attempt, oldest first, the row's job last.
     attempts: tuple[Attempt, ...] = ()
 

@@ -274,8 +274,17 @@ def _from_tests(view: PrReportView) -> Verdict:
             f"{done} of {len(rows)} test jobs finished; {running[0].label} {running[0].status}",
             "nothing to do yet: this updates itself",
         )
+    # Rows run on fewer ranks than their tests need say nothing of the tree: neutral.
+    not_judged = [row for row, state in states if state == "not-judged"]
+    judged = [row for row, state in states if state != "not-judged"]
+    unjudged_note = (
+        f"; not judged: {', '.join(row.label for row in not_judged)} (fewer ranks than its "
+        "tests need)"
+        if not_judged
+        else ""
+    )
     pre_existing = tuple(
-        nodeid for row in rows if row.comparison for nodeid in row.comparison.still_failing
+        nodeid for row in judged if row.comparison for nodeid in row.comparison.still_failing
     )
     series_note = _series_failures(view) if rows is view.tests else ""
     if any(state == "no-regressions" for _, state in states):
@@ -284,20 +293,30 @@ def _from_tests(view: PrReportView) -> Verdict:
         return Verdict(
             VerdictKind.NO_REGRESSIONS,
             f"{count or 'some'} test failure{'s' if count != 1 else ''} also fail on main{named}"
-            + series_note,
+            + series_note
+            + unjudged_note,
             "nothing to fix in this PR",
         )
-    passing = f"{len(rows)} test job{'s pass' if len(rows) != 1 else ' passes'}"
+    if not judged:  # nothing was run on the ranks its tests need: no verdict on the tree
+        return Verdict(
+            VerdictKind.ERROR,
+            f"not judged: {', '.join(row.label for row in not_judged)} ran on fewer ranks than "
+            "its tests need (the configuration, not this PR)",
+            "a maintainer gives the test set a shape with enough ranks",
+            url=not_judged[0].url,
+        )
+    passing = f"{len(judged)} test job{'s pass' if len(judged) != 1 else ' passes'}"
     if rows is view.tests:
         where = f"the integration `{(view.tested_commit or stack.commit or '')[:7]}`"
     else:  # series-first testing: the series tree holds this PR, its own stack ran nothing
         tree = tested_tree(view)
         if tree is not None and not is_landing_tree(view, tree):
-            return _with_series(view, tree, passing)
+            return _with_series(view, tree, passing + unjudged_note)
         series = view.series_integration
         commit = view.series_tested_commit or (series.commit if series else None) or ""
         where = f"the series integration `{commit[:7]}`, this PR's own tree ({landing_tree_words(view)})"
-    return Verdict(VerdictKind.READY, f"{passing} on {where}" + series_note, "nothing to do")
+    summary = f"{passing} on {where}" + series_note + unjudged_note
+    return Verdict(VerdictKind.READY, summary, "nothing to do")
 
 
 def _with_series(view: PrReportView, tree: TestedTree, passing: str) -> Verdict:

@@ -119,13 +119,19 @@ class Verdict:
 
 # -- per test row -------------------------------------------------------------------------------
 
-RowState = Literal["passed", "no-regressions", "new-failures", "running", "job-trouble"]
+# A job's ``error_of`` when its targets ran on fewer ranks than they need (gpu_jobs.conventions):
+# the configuration is wrong, not the tree; the row is "not judged", neutral in the verdict.
+NOT_JUDGED_ERROR = "configuration"
+RowState = Literal[
+    "passed", "no-regressions", "new-failures", "running", "job-trouble", "not-judged"
+]
 ROW_TONE: dict[RowState, Tone] = {
     "passed": "ok",
     "no-regressions": "warn",
     "new-failures": "bad",
     "running": "run",
     "job-trouble": "bad",
+    "not-judged": "off",
 }
 ROW_ICON: dict[RowState, str] = {
     "passed": "✅",
@@ -133,6 +139,7 @@ ROW_ICON: dict[RowState, str] = {
     "new-failures": "❌",
     "running": "⏳",
     "job-trouble": "⚠️",
+    "not-judged": "⚪",
 }
 
 
@@ -140,6 +147,8 @@ def row_state(row: TestRow) -> RowState:
     """One test set × shape, in the verdict's words."""
     if row.status in _RUNNING:
         return "running"
+    if row.status == "error" and row.error_of == NOT_JUDGED_ERROR:
+        return "not-judged"  # run on fewer ranks than its tests need: says nothing of the tree
     comparison = row.comparison
     if comparison is not None and comparison.regressed:
         return "new-failures"

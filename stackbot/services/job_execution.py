@@ -33,7 +33,7 @@ from stackbot.db.models import IntegrationRun, Job, TestResult
 from stackbot.db.models._columns import utcnow
 from stackbot.db.models.jobs import STARTING
 from stackbot.domain import accounting
-from stackbot.services.jobs import copy_outcome
+from stackbot.services.jobs import copy_outcome, result_key
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +175,8 @@ def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str |
         row.finished_at = _parse_time(result.finished_at) or utcnow()
         row.error = result.message if result.status != "passed" and result.message else None
         row.gpu_seconds = accounting.gpu_seconds(row.shape, row.started_at, row.finished_at)
+        row.runner_env = dict(result.environment) if result.environment else None
+        row.result_key = result_key(row.tree_sha, row.config_hash, row.shape, row.runner_env)
         session.add(row)
         jobs_store.add_test_results(
             session,

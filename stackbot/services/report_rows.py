@@ -134,4 +134,5 @@ def _row(
         reused_from=reused,
         url=f"{base_url}/jobs/{job.id}",
         error=(job.error or "").strip().splitlines()[-1][:200] if job.error else None,
+        error_of=str((job.result or {}).get("error_of") or ""),
     )

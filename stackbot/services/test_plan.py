@@ -45,6 +45,8 @@ from stackbot.services.jobs import copy_outcome
 log = logging.getLogger(__name__)
 
 SERIES_FIRST, EVERY_STACK = "series-first", "every-stack"
+# How gpu_jobs.conventions begins the message of a test whose target ran short of ranks.
+NOT_JUDGED = "not judged: "
 _MERGED = (StepOutcome.CLEAN, StepOutcome.RESOLVED)
 # A pass that took finished results plans again; this bounds the rounds (one per prefix
 # probe of a bisection at most).
@@ -220,9 +222,24 @@ def _configs(tree_jobs: Sequence[Job]) -> list[Config]:
 
 
 def _tests(session: Session, job: Job) -> dict[str, str]:
-    """The finished job's outcomes per node id, read as the report reads them."""
+    """The finished job's outcomes per node id, read as the report reads them, without the
+    tests it could not judge (their target ran on fewer ranks than it needs: never a suspect,
+    never bisected, never blamed on a PR)."""
     outcomes = read_batch.outcomes_of(session, job)
-    return dict(outcomes.tests) if outcomes is not None else {}
+    if outcomes is None:
+        return {}
+    unjudged = _not_judged(job)
+    return {nodeid: outcome for nodeid, outcome in outcomes.tests.items() if nodeid not in unjudged}
+
+
+def _not_judged(job: Job) -> set[str]:
+    """The node ids gpu_jobs' conventions marked "not judged" in the job's stored result."""
+    tests = (job.result or {}).get("tests") or ()
+    return {
+        str(test.get("nodeid"))
+        for test in tests
+        if isinstance(test, dict) and str(test.get("message") or "").startswith(NOT_JUDGED)
+    }
 
 
 def _fact(session: Session, job: Job) -> JobFact:

@@ -319,6 +319,7 @@ def job(request: Request, job_id: RowId) -> HTMLResponse:
             "tested": detail.tested,
             "node": node_names(detail.summary.node),
             "cause": detail.cause,
+            "key": detail.key,
         },
     )
 
