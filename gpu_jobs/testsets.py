@@ -6,13 +6,16 @@ names the file and the field, e.g. ``stackbot-tests.toml: test_sets.amax-group.s
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from gpu_jobs._fields import ContractError, FieldReader, parse_version
+from gpu_jobs.infra_signatures import InfraSignature, combine, parse_signatures
 from gpu_jobs.spec import JobSpec, LauncherOptions, Shape, check_conventions, target_contains
 
 BUILTIN_TEST_SETS = Path(__file__).with_name("testsets.toml")
@@ -56,6 +59,8 @@ class TestSet:
     markers: str | None = None
     tolerated_markers: tuple[str, ...] = ()
     min_world_size: dict[str, int] = field(default_factory=dict)
+    # The file's infrastructure signatures (gpu_jobs.infra_signatures); None: the built-in list.
+    infra_signatures: tuple[InfraSignature, ...] | None = None
 
     def conventions(self) -> dict[str, object]:
         """The conventions that are set (what makes two jobs of this test set differ, beside
@@ -110,6 +115,7 @@ class TestSet:
             tolerated_markers=self.tolerated_markers,
             min_world_size=dict(self.min_world_size),
             exclude_nodes=exclude_nodes,
+            infra_signatures=self.infra_signatures,
         )
 
 
@@ -144,6 +150,7 @@ class OwnTests:
     # { "TARGET" = RANKS }: files under a target written for that many ranks (Megatron's unit
     # tests: 8). Such a file runs only on shapes with at least that many ranks (see shapes_for).
     min_world_size: dict[str, int] = field(default_factory=dict)
+    infra_signatures: tuple[InfraSignature, ...] | None = None
 
     def is_test_file(self, path: str) -> bool:
         """A pytest file (``test_*.py`` or ``*_test.py``) under one of the roots."""
@@ -189,6 +196,7 @@ class OwnTests:
             markers=self.markers,
             tolerated_markers=self.tolerated_markers,
             min_world_size=dict(self.min_world_size),
+            infra_signatures=self.infra_signatures,
         )
 
 
@@ -249,7 +257,10 @@ def parse_own_tests(text: str, path: Path) -> OwnTests | None:
     if data.get("own_tests") is None:
         return None
     try:
-        return _own_tests(data["own_tests"])
+        own = _own_tests(data["own_tests"])
+        return dataclasses.replace(own, infra_signatures=_file_signatures(data, path))
+    except TestSetError:
+        raise
     except ContractError as exc:
         raise TestSetError(path, exc.field, exc.problem) from None
 
@@ -325,10 +336,16 @@ def parse_test_sets(text: str, path: Path) -> dict[str, TestSet]:
         parse_version(root.text("schema_version", "1.0"), "schema_version", 1)
         sets_table = root.raw("test_sets")
         root.raw("own_tests")  # read by parse_own_tests
+        root.raw("infra_signatures")  # read by _file_signatures
+        root.raw("disabled_infra_signatures")
         if not isinstance(sets_table, dict) or not sets_table:
             raise ContractError("test_sets", "needs at least one [test_sets.NAME] table")
+        signatures = _file_signatures(data, path)
         root.refuse_unknown()
-        return {name: _test_set(name, body) for name, body in sets_table.items()}
+        return {
+            name: dataclasses.replace(_test_set(name, body), infra_signatures=signatures)
+            for name, body in sets_table.items()
+        }
     except TestSetError:
         raise
     except ContractError as exc:
@@ -373,6 +390,34 @@ def _test_set(name: str, body: Any) -> TestSet:
         tolerated_markers=tolerated,
         min_world_size=min_world_size,
     )
+
+
+def _file_signatures(data: dict[str, Any], path: Path) -> tuple[InfraSignature, ...]:
+    """The built-in infrastructure signatures extended by this file's ``[[infra_signatures]]``,
+    less its ``disabled_infra_signatures``."""
+    root = FieldReader(data)
+    own = parse_signatures(root.objects("infra_signatures"))
+    disabled = root.texts("disabled_infra_signatures")
+    builtin = () if _is_builtin(path) else builtin_infra_signatures()
+    return combine(builtin, own, disabled)
+
+
+def _is_builtin(path: Path) -> bool:
+    try:
+        return path.resolve() == BUILTIN_TEST_SETS.resolve()
+    except OSError:
+        return False
+
+
+@cache
+def builtin_infra_signatures() -> tuple[InfraSignature, ...]:
+    """The built-in file's infrastructure signatures (Megatron-LM's, and the rest)."""
+    path = BUILTIN_TEST_SETS
+    data = _parse_toml(path.read_text(encoding="utf-8"), path)
+    try:
+        return _file_signatures(data, path)
+    except ContractError as exc:
+        raise TestSetError(path, exc.field, exc.problem) from None
 
 
 def _parse_toml(text: str, path: Path) -> dict[str, Any]:

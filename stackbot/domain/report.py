@@ -8,6 +8,7 @@ even when its database has forgotten the comment's id.
 
 from __future__ import annotations
 
+from stackbot.domain.approval_carry import carried_note
 from stackbot.domain.own_tests import render_own_tests
 from stackbot.domain.report_lines import (
     MAX_LISTED,
@@ -83,6 +84,12 @@ def _approval(view: PrReportView) -> str:
             state += f", superseded by #{view.pr.superseded_by}"
         return f"This PR is {state}: stackbot no longer integrates or tests it."
     approval = view.approval
+    if approval.kind == "approved" and approval.carried_from:
+        return (
+            f"**Approval:** ✅ `{head}` approved by @{approval.by} — "
+            f"{carried_note(approval.carried_from)} (the PR's own commits are the approved ones, "
+            "on a new base)."
+        )
     if approval.kind == "approved":
         return f"**Approval:** ✅ `{head}` approved by @{approval.by}."
     if approval.kind == "trusted":
@@ -90,7 +97,9 @@ def _approval(view: PrReportView) -> str:
     text = f"**Approval:** ⏳ waiting for a vetter to comment `/ok to test {head}`."
     if approval.earlier_sha:
         text += (
-            f" The approval of `{short(approval.earlier_sha)}` does not carry over to a new head."
+            f" The approval of `{short(approval.earlier_sha)}` does not carry over: the PR's own"
+            " patch is not the approved one (a restack or rebase that keeps each own commit's patch"
+            " and author carries it)."
         )
     return text
 

@@ -6,6 +6,7 @@ row of the tree the PR was tested in and ``stackbot/tests: own files`` for its o
 
 from __future__ import annotations
 
+from stackbot.domain.approval_carry import carried_note
 from stackbot.domain.report_lines import (
     RUNNING_WORD,
     finding_line,
@@ -203,6 +204,8 @@ def render_approval_check(view: PrReportView) -> CheckRunContent:
         return CheckRunContent(APPROVAL_CHECK, "queued", None, title, summary)
     if approval.kind == "trusted":
         title = f"trusted author @{approval.by}: {head} is tested automatically"
+    elif approval.carried_from:
+        title = f"{head} approved by @{approval.by} ({carried_note(approval.carried_from)})"
     else:
         title = f"{head} approved by @{approval.by}"
     return CheckRunContent(APPROVAL_CHECK, "completed", "success", title, summary)

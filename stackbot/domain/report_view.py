@@ -37,6 +37,7 @@ class ApprovalView:
     kind: ApprovalKind
     by: str | None = None  # the vetter, or the trusted author
     earlier_sha: str | None = None  # an approved older head, whose approval does not carry over
+    carried_from: str | None = None  # the approved head whose approval carried (same patch)
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ def decide(view: PrReportView) -> Verdict:
         sha = view.head_sha[:7]
         summary = f"`{sha}` is not tested until a vetter approves it"
         if view.approval.earlier_sha:
-            summary += f" (the approval of `{view.approval.earlier_sha[:7]}` does not carry over)"
+            summary += f" (the approval of `{view.approval.earlier_sha[:7]}` does not carry over: not the same patch)"
         return Verdict(
             VerdictKind.NEEDS_APPROVAL, summary, f"a vetter must comment `/ok to test {sha}`"
         )

@@ -237,7 +237,7 @@ def _approval(session: Session, repo_id: int, pr: PullRequest) -> ApprovalView:
     if current is not None:
         if current.kind == "trusted":
             return ApprovalView("trusted", by=current.vetter)
-        return ApprovalView("approved", by=current.vetter)
+        return ApprovalView("approved", by=current.vetter, carried_from=current.carried_from)
     earlier = approvals[-1].sha if approvals else None
     return ApprovalView("waiting", earlier_sha=earlier)
 

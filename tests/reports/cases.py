@@ -149,6 +149,18 @@ def waiting_after_push() -> PrReportView:
     )
 
 
+def carried_after_restack() -> PrReportView:
+    """A restack kept the PR's own patch: the vetter's approval of the old head carried."""
+    return PrReportView(
+        repo="NVIDIA/Megatron-LM",
+        pr=PrRef(8035, "Pass the owner's collection to FP8/FP4 contexts"),
+        head_sha=HEAD,
+        approval=ApprovalView("approved", by="vetter-v", carried_from=OLD_HEAD),
+        stack=StackView(series_key="#6307", parents=(PrRef(8034),)),
+        url=f"{URL}/pulls/8035",
+    )
+
+
 def series_conflict() -> PrReportView:
     """A trusted author's PR whose series run hits a real conflict; tests run on the stack."""
     steps = [StepView(n, "clean") for n in range(8020, 8030)]
@@ -355,6 +367,7 @@ CASES = {
     "passes_with_the_series": passes_with_the_series,
     "approved_clean": approved_clean,
     "waiting_after_push": waiting_after_push,
+    "carried_after_restack": carried_after_restack,
     "series_conflict": series_conflict,
     "regressions_and_job_trouble": regressions_and_job_trouble,
     "retried_after_infra": retried_after_infra,
