@@ -22,14 +22,18 @@ For each configuration:
    is a *suspect*. Tests failing on main too are ``pre-existing``.
 3. Suspects are confirmed by a rerun of the same tree (``confirm``, attempt 2). A suspect that
    passes the rerun is ``flaky`` (both jobs are its evidence) and is attributed to no PR.
-4. With ``bisect`` on (the series run under ``series-first``), each confirmed failure is
+4. With ``bisect`` on (every run the service plans: the series run and each stack run), each confirmed failure is
    bisected over the prefixes of the merge order: position 0 is main (where it does not fail),
    the last position is the final tree (where it does); the prefix at the middle is tested
    (``bisect``, ``step_position`` = how many layers it holds) until two adjacent positions
    remain, and the failure is ``new``, introduced by the PR of the first failing position.
-   Tests sharing an interval share its probe; a prefix whose tree equals another tested tree
-   costs nothing (the service reuses identical trees' results). Without ``bisect`` (a stack
-   run) a confirmed failure is ``new`` and attributed to the run's target PR.
+   A configuration's failing tests are bisected together: every test takes the midpoint of its
+   interval, so tests whose answers agree share every probe and their intervals part only
+   where their answers differ. A prefix whose tree equals another tested tree costs nothing
+   (the service reuses identical trees' results). Without ``bisect`` a confirmed failure is
+   ``new`` and attributed to the run's target PR.
+   If the confirming rerun is infra on every retry, the suspects are final ``new`` failures
+   attributed to no PR, with a note: neither confirmed nor cleared, they count.
 """
 
 from __future__ import annotations
@@ -254,10 +258,16 @@ def _plan_config(
             plan.wanted.append(WantedJob(config, CONFIRM, None, 2))
         evidence = {"jobs": list(first.job_ids + (rerun.job_ids if rerun else ()))}
         if rerun is not None and rerun.state == "infra":
-            note = "the rerun could not run (infra); not confirmed"
+            # Final: the rerun failed as infra on every node it was retried on, so the failure
+            # can be neither confirmed nor cleared. It is counted as a failure (a gate does not
+            # pass an unknown), attributed to no PR; nothing is planned for it any more.
+            note = (
+                "not confirmed: the rerun of the same tree could not run (infra on every "
+                "retry), so it counts as a failure; /stackbot retest runs it again"
+            )
             for nodeid in suspects:
                 plan.findings.append(
-                    Finding(config, nodeid, SUSPECT, evidence={**evidence, "note": note})
+                    Finding(config, nodeid, NEW, pr=None, evidence={**evidence, "note": note})
                 )
             return
         plan.open_configs.append(config)

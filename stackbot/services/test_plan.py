@@ -114,7 +114,10 @@ def _plan_once(
         facts = [_fact(session, job) for job in jobs]
         main = _main_results(session, run, configs)
         known = _known_results(session, layers, hashes, run_id=run.id)
-        bisect = run.kind == RunKind.SERIES
+        # Every run bisects over its own layers: a stack run's failure introduced by an ancestor
+        # is that ancestor's, as in the series run (a stack's prefixes are its ancestors' stack
+        # trees, mostly tested already, so this costs little).
+        bisect = True
         plan = plan_tree(
             layers=layers,
             configs=configs,

@@ -250,3 +250,36 @@ def test_each_configuration_is_planned_on_its_own() -> None:
         ("amax-group", 2),
         ("blockwise-recipe", 2),
     ]
+
+
+def test_a_rerun_that_is_infra_on_every_retry_ends_as_an_unattributed_failure() -> None:
+    # The tree fails test_new; its confirming rerun and both retries land on broken nodes.
+    model = Model(prs=5, fail_at={"test_new": 3})
+    model.run(plan_tree(layers=model.layers, configs=[AMAX], jobs=[], main={}, bisect=True))
+    model.infra_nodes = ["bad-1", "bad-2", "bad-3"]
+    plan = model.settle()
+    assert [j.purpose for j in model.jobs] == [TREE, CONFIRM, RETRY, RETRY]
+    # Final: nothing is waited for or wanted, and the failure counts (attributed to no PR).
+    assert plan.final and plan.wanted == []
+    assert _classes(plan) == {"test_new": (NEW, None)}
+    assert "not confirmed" in plan.findings[0].evidence["note"]
+    assert plan.findings[0].evidence["jobs"] == [1, 2, 3, 4]
+
+
+def test_failing_tests_of_one_configuration_share_every_probe_until_their_answers_differ() -> None:
+    # Three tests introduced by one PR cost what one costs: the confirming rerun and the
+    # bisection of one interval.
+    one = Model(prs=50, fail_at={"test_a": 19})
+    one.settle()
+    three = Model(prs=50, fail_at={"test_a": 19, "test_b": 19, "test_c": 19})
+    plan = three.settle()
+    assert {f.pr for f in plan.findings} == {19}
+    assert _extra_jobs(three) == _extra_jobs(one) <= math.ceil(math.log2(50)) + 1
+    # Two tests of different PRs: the probes before their intervals part are shared, so the
+    # pair costs less than two bisections.
+    pair = Model(prs=50, fail_at={"test_a": 7, "test_b": 8})
+    plan = pair.settle()
+    assert _classes(plan) == {"test_a": (NEW, 7), "test_b": (NEW, 8)}
+    assert _extra_jobs(pair) <= math.ceil(math.log2(50)) + 2
+    probes = [j.step_position for j in pair.jobs if j.purpose == BISECT]
+    assert len(probes) == len(set(probes))
