@@ -52,14 +52,15 @@ INFRA = frozenset({"infra"})
 
 TREE, CONFIRM, BISECT, RETRY = "tree", "confirm", "bisect", "retry"
 
-NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING = (
+NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING, QUARANTINED = (
     "new",
     "pre-existing",
     "flaky",
     "suspect",
     "bisecting",
+    "quarantined",
 )
-FAILURE_CLASSES = (NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING)
+FAILURE_CLASSES = (NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING, QUARANTINED)
 
 
 @dataclass(frozen=True, order=True)
@@ -159,6 +160,7 @@ def plan_tree(
     target_pr: PrNumber | None = None,
     infra_retries: int = 2,
     results_by_tree: Mapping[tuple[str, Config], Mapping[str, str] | None] | None = None,
+    quarantined: frozenset[str] = frozenset(),
 ) -> TreePlan:
     """The jobs still wanted for a run's tree and the findings about its failing tests.
 
@@ -171,7 +173,7 @@ def plan_tree(
     slots = _Slots(jobs, infra_retries, plan)
     known = results_by_tree or {}
     for config in configs:
-        _plan_config(plan, slots, known, layers, config, main, bisect, target_pr)
+        _plan_config(plan, slots, known, layers, config, main, bisect, target_pr, quarantined)
     return plan
 
 
@@ -225,6 +227,7 @@ def _plan_config(
     main: Mapping[Config, Mapping[str, str] | None],
     bisect: bool,
     target_pr: PrNumber | None,
+    quarantined: frozenset[str],
 ) -> None:
     first = slots.outcome(config, None, 1, TREE)
     if first is None:
@@ -252,6 +255,24 @@ def _plan_config(
     suspects = sorted(failing - set(pre_existing))
     if not suspects:
         return
+    # A test main does not have (main's result exists and lacks it) is new in this run: it is
+    # never retried into green, so its failure counts without a rerun (and never feeds a
+    # quarantine); the bisection finds the PR that added it.
+    new_tests = {n for n in suspects if n not in on_main} if main.get(config) is not None else set()
+    rerunnable = [n for n in suspects if n not in new_tests]
+    if not rerunnable:
+        _conclude(
+            plan,
+            slots,
+            known,
+            layers,
+            config,
+            sorted(new_tests),
+            list(first.job_ids),
+            bisect,
+            target_pr,
+        )
+        return
     rerun = slots.outcome(config, None, 2, CONFIRM)
     if rerun is None or rerun.state != "done":
         if rerun is None:
@@ -265,9 +286,21 @@ def _plan_config(
                 "not confirmed: the rerun of the same tree could not run (infra on every "
                 "retry), so it counts as a failure; /stackbot retest runs it again"
             )
-            for nodeid in suspects:
+            for nodeid in rerunnable:
                 plan.findings.append(
                     Finding(config, nodeid, NEW, pr=None, evidence={**evidence, "note": note})
+                )
+            if new_tests:
+                _conclude(
+                    plan,
+                    slots,
+                    known,
+                    layers,
+                    config,
+                    sorted(new_tests),
+                    list(first.job_ids),
+                    bisect,
+                    target_pr,
                 )
             return
         plan.open_configs.append(config)
@@ -277,14 +310,14 @@ def _plan_config(
             )
         return
     both = list(first.job_ids + rerun.job_ids)
-    confirmed = sorted(n for n in suspects if rerun.tests.get(n) in FAILING)
-    for nodeid in suspects:
+    confirmed = sorted(n for n in rerunnable if rerun.tests.get(n) in FAILING)
+    for nodeid in rerunnable:
         if nodeid not in confirmed:
             plan.findings.append(
                 Finding(
                     config,
                     nodeid,
-                    FLAKY,
+                    QUARANTINED if nodeid in quarantined else FLAKY,
                     evidence={
                         "jobs": both,
                         "failed_in": list(first.job_ids[-1:]),
@@ -292,8 +325,58 @@ def _plan_config(
                     },
                 )
             )
-    if not confirmed:
-        return
+    # A quarantined test that failed twice gets a third run of the same tree: passing it, the
+    # failure is the flake it is quarantined for (not counted); failing every time, it is a
+    # deterministic failure and counts like any other (a quarantine never hides one).
+    held = [n for n in confirmed if n in quarantined]
+    if held:
+        third = slots.outcome(config, None, 3, CONFIRM)
+        if third is None or third.state == "pending":
+            if third is None:
+                plan.wanted.append(WantedJob(config, CONFIRM, None, 3))
+            plan.open_configs.append(config)
+            for nodeid in held:
+                note = "quarantined, failed twice: a third run of the same tree is pending"
+                plan.findings.append(
+                    Finding(config, nodeid, SUSPECT, evidence={"jobs": both, "note": note})
+                )
+            confirmed = [n for n in confirmed if n not in held]
+        else:
+            thrice = both + list(third.job_ids)
+            for nodeid in held:
+                if third.state == "done" and third.tests.get(nodeid) not in FAILING:
+                    plan.findings.append(
+                        Finding(
+                            config,
+                            nodeid,
+                            QUARANTINED,
+                            evidence={
+                                "jobs": thrice,
+                                "failed_in": both[-1:],
+                                "passed_in": list(third.job_ids[-1:]),
+                            },
+                        )
+                    )
+                    confirmed.remove(nodeid)
+            both = thrice
+    confirmed = sorted(set(confirmed) | new_tests)
+    if confirmed:
+        _conclude(plan, slots, known, layers, config, confirmed, both, bisect, target_pr)
+
+
+def _conclude(
+    plan: TreePlan,
+    slots: _Slots,
+    known: Mapping[tuple[str, Config], Mapping[str, str] | None],
+    layers: Sequence[Layer],
+    config: Config,
+    confirmed: Sequence[str],
+    both: list[int],
+    bisect: bool,
+    target_pr: PrNumber | None,
+) -> None:
+    """Confirmed failures (and new tests' failures): ``new``, bisected to the PR that
+    introduced them where the run bisects."""
     if not bisect or len(layers) <= 1:
         pr = target_pr if not bisect or not layers else layers[-1].pr
         for nodeid in confirmed:

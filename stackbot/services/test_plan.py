@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from stackbot.db import integration_store, jobs_store
+from stackbot.db import integration_store, jobs_store, quarantine_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, IntegrationStep, Job, TestFinding
 from stackbot.db.models.jobs import FINISHED_STATES, NOT_REUSABLE_STATES
@@ -127,6 +127,7 @@ def _plan_once(
             target_pr=PrNumber(run.target_pr) if run.target_pr is not None else None,
             infra_retries=infra_retries,
             results_by_tree=known,
+            quarantined=quarantine_store.active_tests(session, repo_id=run.repo_id),
         )
         templates = {config: job for job in tree_jobs if (config := _config(job))}
         created: list[Job] = []

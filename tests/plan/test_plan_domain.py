@@ -17,6 +17,7 @@ from stackbot.domain.test_plan import (
     FLAKY,
     NEW,
     PRE_EXISTING,
+    QUARANTINED,
     RETRY,
     SUSPECT,
     TREE,
@@ -38,6 +39,10 @@ class Model:
     fail_at: Mapping[str, int] = field(default_factory=dict)  # nodeid -> first failing layer
     flaky_at: Mapping[str, int] = field(default_factory=dict)  # fails on a tree's 1st run
     main_fails: frozenset[str] = frozenset()
+    added: frozenset[str] = frozenset()  # tests of fail_at/flaky_at that main does not have
+    quarantined: frozenset[str] = frozenset()
+    flaky_runs: Mapping[str, int] = field(default_factory=dict)  # runs of the tree failing it
+    run_number: int = 1
     infra_nodes: list[str] = field(default_factory=list)  # the next jobs' nodes fail as infra
     jobs: list[JobFact] = field(default_factory=list)
     runs_per_tree: dict[int, int] = field(default_factory=dict)
@@ -53,7 +58,8 @@ class Model:
                 tests[nodeid] = "failed"
         for nodeid, k in self.flaky_at.items():
             if layer >= k:
-                tests[nodeid] = "failed" if first_run and layer == self.prs else "passed"
+                fails = self.flaky_runs.get(nodeid, 1) >= self.run_number
+                tests[nodeid] = "failed" if fails and layer == self.prs else "passed"
         for nodeid in self.main_fails:
             tests[nodeid] = "failed"
         return tests
@@ -61,7 +67,8 @@ class Model:
     def main(self) -> dict[str, str]:
         tests = {"test_base": "passed"}
         tests.update({nodeid: "failed" for nodeid in self.main_fails})
-        tests.update({nodeid: "passed" for nodeid in self.flaky_at})
+        tests.update({nodeid: "passed" for nodeid in self.flaky_at if nodeid not in self.added})
+        tests.update({nodeid: "passed" for nodeid in self.fail_at if nodeid not in self.added})
         return tests
 
     def run(self, plan: TreePlan) -> None:
@@ -75,6 +82,7 @@ class Model:
                 node = f"node-{len(self.jobs) % 3}"
                 runs += 1
                 self.runs_per_tree[layer] = runs
+                self.run_number = runs
                 tests = self.tests_at(layer, first_run=runs == 1)
                 failing = any(o == "failed" for o in tests.values())
                 status = "failed" if failing else "passed"
@@ -101,6 +109,7 @@ class Model:
                 main={c: self.main() for c in configs},
                 bisect=bisect,
                 target_pr=PrNumber(self.prs),
+                quarantined=self.quarantined,
             )
             if not plan.wanted:
                 return plan
@@ -283,3 +292,43 @@ def test_failing_tests_of_one_configuration_share_every_probe_until_their_answer
     assert _extra_jobs(pair) <= math.ceil(math.log2(50)) + 2
     probes = [j.step_position for j in pair.jobs if j.purpose == BISECT]
     assert len(probes) == len(set(probes))
+
+
+def test_a_new_tests_failure_is_never_retried_into_green() -> None:
+    # test_added is not on main (main's result lacks it): PR 3 added it, and it fails once
+    # only. It is not rerun, so it is never flaky (nor evidence for a quarantine): it is new.
+    model = Model(prs=5, flaky_at={"test_added": 3}, added=frozenset({"test_added"}))
+    plan = model.settle()
+    assert _classes(plan) == {"test_added": (NEW, 5)}
+    assert CONFIRM not in [j.purpose for j in model.jobs]
+    # The same flake in a test main has is rerun and found flaky.
+    old = Model(prs=5, flaky_at={"test_old": 3})
+    assert _classes(old.settle()) == {"test_old": (FLAKY, None)}
+
+
+def test_a_quarantined_tests_flake_is_shown_as_quarantined_not_counted() -> None:
+    model = Model(prs=5, flaky_at={"test_q": 2}, quarantined=frozenset({"test_q"}))
+    plan = model.settle()
+    assert _classes(plan) == {"test_q": (QUARANTINED, None)}
+    assert plan.final and [j.purpose for j in model.jobs] == [TREE, CONFIRM]
+
+
+def test_a_quarantined_test_failing_twice_gets_a_third_run_and_passing_it_is_not_counted() -> None:
+    model = Model(
+        prs=5,
+        flaky_at={"test_q": 2},
+        flaky_runs={"test_q": 2},
+        quarantined=frozenset({"test_q"}),
+    )
+    plan = model.settle()
+    assert _classes(plan) == {"test_q": (QUARANTINED, None)}
+    assert [(j.purpose, j.attempt) for j in model.jobs] == [(TREE, 1), (CONFIRM, 2), (CONFIRM, 3)]
+    # Without the quarantine, two failures on the same tree are a new failure.
+    plain = Model(prs=5, flaky_at={"test_q": 2}, flaky_runs={"test_q": 2})
+    assert _classes(plain.settle())["test_q"][0] == NEW
+
+
+def test_a_quarantined_test_that_fails_every_time_is_a_failure() -> None:
+    model = Model(prs=8, fail_at={"test_q": 6}, quarantined=frozenset({"test_q"}))
+    plan = model.settle()
+    assert _classes(plan) == {"test_q": (NEW, 6)}
