@@ -317,12 +317,18 @@ def test_a_quarantined_test_failing_twice_gets_a_third_run_and_passing_it_is_not
     model = Model(
         prs=5,
         flaky_at={"test_q": 2},
-        flaky_runs={"test_q": 2},
+        flaky_runs={"test_q": 4},
         quarantined=frozenset({"test_q"}),
     )
     plan = model.settle()
     assert _classes(plan) == {"test_q": (QUARANTINED, None)}
-    assert [(j.purpose, j.attempt) for j in model.jobs] == [(TREE, 1), (CONFIRM, 2), (CONFIRM, 3)]
+    assert [(j.purpose, j.attempt) for j in model.jobs] == [
+        (TREE, 1),
+        (CONFIRM, 2),
+        (CONFIRM, 3),
+        (CONFIRM, 4),
+        (CONFIRM, 5),
+    ]
     # Without the quarantine, two failures on the same tree are a new failure.
     plain = Model(prs=5, flaky_at={"test_q": 2}, flaky_runs={"test_q": 2})
     assert _classes(plain.settle())["test_q"][0] == NEW
