@@ -83,19 +83,46 @@ class Port:
 
 
 @dataclass(frozen=True)
+class QuarantineTest:
+    """``/stackbot quarantine <test>`` (maintainers): quarantine a test, or renew its
+    quarantine."""
+
+    nodeid: str
+
+
+@dataclass(frozen=True)
+class ReleaseTest:
+    """``/stackbot release <test>`` (maintainers): end a test's quarantine."""
+
+    nodeid: str
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A ``/stackbot`` line with a word stackbot does not know (answered with usage)."""
 
     text: str
 
 
-Command = OkToTest | Retest | Status | DependsOn | NoDependency | Restack | Port | Unknown
+Command = (
+    OkToTest
+    | Retest
+    | Status
+    | DependsOn
+    | NoDependency
+    | Restack
+    | Port
+    | QuarantineTest
+    | ReleaseTest
+    | Unknown
+)
 
 USAGE = (
     "Commands: `/ok to test <sha>` (vetters: test this commit), "
     "`/stackbot retest [TEST_SET | own:N]` (vetters), `/stackbot status`, "
     "`/stackbot depends-on #N` and `/stackbot no-dependency #N` (the PR's author or vetters), "
-    "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters)."
+    "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters), "
+    "`/stackbot quarantine <test>` and `/stackbot release <test>` (maintainers)."
 )
 _PR_NUMBER = re.compile(r"#?(?P<number>[1-9]\d{0,9})")
 MAX_PR_NUMBER = 2**31 - 1
@@ -175,7 +202,24 @@ def _port(args: list[str], line: str) -> Command | None:
     return Port(branch=args[0]) if len(args) == 1 and _BRANCH.match(args[0]) else None
 
 
+# A pytest node id a maintainer may name: a test file path, then ::-separated names, with an
+# optional parameter id in brackets (plain characters only, so a reply can show it).
+_NODEID = re.compile(
+    r"^[A-Za-z0-9_./-]{1,400}\.py(::[A-Za-z0-9_]{1,200}){1,3}(\[[A-Za-z0-9_.,=+-]{0,200}\])?$"
+)
+
+
+def _quarantine(args: list[str], line: str) -> Command | None:
+    return QuarantineTest(args[0]) if len(args) == 1 and _NODEID.match(args[0]) else None
+
+
+def _release(args: list[str], line: str) -> Command | None:
+    return ReleaseTest(args[0]) if len(args) == 1 and _NODEID.match(args[0]) else None
+
+
 _VERBS: dict[str, Callable[[list[str], str], Command | None]] = {
+    "quarantine": _quarantine,
+    "release": _release,
     "retest": _retest,
     "status": _status,
     "depends-on": _depends_on,
@@ -188,6 +232,13 @@ _VERBS: dict[str, Callable[[list[str], str], Command | None]] = {
 def command_usage_reply() -> str:
     """The reply to an :class:`Unknown` command: a fixed text (never the command's words)."""
     return f"stackbot does not know that command. {USAGE}"
+
+
+def quarantine_refusal(commenter: str) -> str:
+    return (
+        f"@{commenter}, only maintainers (write access to the repository) can quarantine or "
+        "release a test."
+    )
 
 
 def retest_refusal(commenter: str) -> str:

@@ -16,6 +16,7 @@ from stackbot.services.commands import (
     dependency,
     ok_to_test,
     port,
+    quarantine,
     restack,
     retest,
     status,
@@ -34,6 +35,7 @@ ROUTER = CommandRouter(
     dependency.router,
     restack.router,
     port.router,
+    quarantine.router,
     unknown.router,
 )
 _unrouted = set(get_args(Command)) - ROUTER.commands
