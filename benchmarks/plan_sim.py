@@ -37,7 +37,7 @@ from stackbot.domain.pipeline import PrState
 from stackbot.domain.tasks import FollowUp, PollJobs, Report
 from stackbot.domain.types import PrNumber
 from stackbot.services import jobs as job_service
-from stackbot.services import poll_jobs
+from stackbot.services import poll_jobs, quarantine
 from stackbot.services.integrate import plan_tested_runs, test_runs
 from stackbot.services.resources import WorkerResources
 from stackbot.taskqueue import TaskRegistry, queue
@@ -68,6 +68,7 @@ class Injected:
     flaky_at: Sequence[int] = ()  # test_flaky_K fails on the first run of a tree holding PR K
     broken_nodes: Sequence[str] = ()  # every job placed there is infra
     broken_on_main: bool = False  # test_broken_on_main fails in every tree, main's too
+    fixed: Sequence[int] = ()  # test_flaky_K of these K passes from now on
 
 
 @dataclass
@@ -225,6 +226,8 @@ class Simulation:
         registry.add_task(Report, lambda ctx, task: None)  # reports are not what is measured
         resources = _Resources(settings, self.executor, self.sets)
         self.worker = Worker(engine, settings, registry, resources=resources)
+        # Quarantine windows and release streaks are read on the simulated clock.
+        quarantine.clock = lambda: EPOCH + timedelta(seconds=self.now)
         with session_scope(engine) as session:
             repo = Repository(full_name="NVIDIA/Megatron-LM", clone_url="sim://megatron")
             session.add(repo)
@@ -255,13 +258,15 @@ class Simulation:
         merged = {pr for pr, _ in tree}
         if self.injected.broken_on_main:
             tests["tests/unit_tests/test_main.py::test_broken_on_main"] = "failed"
+        # The injected tests exist on main (passing): PR K breaks them, it does not add them
+        # (a test main lacks is new, and a new test's failure is never rerun).
         for k in self.injected.fail_at:
-            if k in merged:
-                tests[f"tests/unit_tests/test_layer_{k}.py::test_fail_{k}"] = "failed"
+            outcome = "failed" if k in merged else "passed"
+            tests[f"tests/unit_tests/test_layer_{k}.py::test_fail_{k}"] = outcome
         for k in self.injected.flaky_at:
-            if k in merged:
-                outcome = "failed" if first else "passed"
-                tests[f"tests/unit_tests/test_layer_{k}.py::test_flaky_{k}"] = outcome
+            fails = k in merged and first and k not in self.injected.fixed
+            outcome = "failed" if fails else "passed"
+            tests[f"tests/unit_tests/test_layer_{k}.py::test_flaky_{k}"] = outcome
         return tests
 
     def _tree(self, merged: Tree) -> tuple[str, str]:

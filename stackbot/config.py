@@ -167,6 +167,13 @@ class Settings(BaseSettings):
     # An infra result (node check failed, a rank lost, a node failure, a timeout before any
     # test ran) is retried on another node this many times; never counted as a test result.
     infra_retries: int = Field(default=2, ge=0, le=10)
+    # Quarantine (issue 26; the defaults are argued in stackbot/domain/quarantine.py): a test
+    # seen flaky this many times within the window is quarantined for its repository; released
+    # after this many consecutive clean runs; expires after this many days unless renewed.
+    quarantine_flaky_count: int = Field(default=3, ge=1, le=100)
+    quarantine_window_days: int = Field(default=14, ge=1, le=365)
+    quarantine_release_after: int = Field(default=30, ge=1, le=10_000)
+    quarantine_expiry_days: int = Field(default=30, ge=1, le=365)
     # Bases a PR must not be merged into (shell patterns): Megatron-LM's CI mirror branches,
     # which a child may be stacked on while its parent is vetted. Such a PR gets a failing
     # `stackbot/base` check and one comment asking to retarget it before merging.

@@ -91,6 +91,21 @@ class TestAlone:
 
 
 @dataclass(frozen=True)
+class QuarantineTest:
+    """``/stackbot quarantine <test>`` (maintainers): quarantine a test, or renew its
+    quarantine."""
+
+    nodeid: str
+
+
+@dataclass(frozen=True)
+class ReleaseTest:
+    """``/stackbot release <test>`` (maintainers): end a test's quarantine."""
+
+    nodeid: str
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A ``/stackbot`` line with a word stackbot does not know (answered with usage)."""
 
@@ -98,7 +113,17 @@ class Unknown:
 
 
 Command = (
-    OkToTest | Retest | Status | DependsOn | NoDependency | Restack | Port | TestAlone | Unknown
+    OkToTest
+    | Retest
+    | Status
+    | DependsOn
+    | NoDependency
+    | Restack
+    | Port
+    | TestAlone
+    | QuarantineTest
+    | ReleaseTest
+    | Unknown
 )
 
 USAGE = (
@@ -106,7 +131,8 @@ USAGE = (
     "`/stackbot retest [TEST_SET | own:N]` (vetters), `/stackbot status`, "
     "`/stackbot depends-on #N` and `/stackbot no-dependency #N` (the PR's author or vetters), "
     "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters), "
-    "`/stackbot test-alone` (vetters: test this PR's own tree, without the PRs above it)."
+    "`/stackbot test-alone` (vetters: test this PR's own tree, without the PRs above it), "
+    "`/stackbot quarantine <test>` and `/stackbot release <test>` (maintainers)."
 )
 _PR_NUMBER = re.compile(r"#?(?P<number>[1-9]\d{0,9})")
 MAX_PR_NUMBER = 2**31 - 1
@@ -190,8 +216,25 @@ def _test_alone(args: list[str], line: str) -> Command | None:
     return TestAlone() if not args else None
 
 
+# A pytest node id a maintainer may name: a test file path, then ::-separated names, with an
+# optional parameter id in brackets (plain characters only, so a reply can show it).
+_NODEID = re.compile(
+    r"^[A-Za-z0-9_./-]{1,400}\.py(::[A-Za-z0-9_]{1,200}){1,3}(\[[A-Za-z0-9_.,=+-]{0,200}\])?$"
+)
+
+
+def _quarantine(args: list[str], line: str) -> Command | None:
+    return QuarantineTest(args[0]) if len(args) == 1 and _NODEID.match(args[0]) else None
+
+
+def _release(args: list[str], line: str) -> Command | None:
+    return ReleaseTest(args[0]) if len(args) == 1 and _NODEID.match(args[0]) else None
+
+
 _VERBS: dict[str, Callable[[list[str], str], Command | None]] = {
     "test-alone": _test_alone,
+    "quarantine": _quarantine,
+    "release": _release,
     "retest": _retest,
     "status": _status,
     "depends-on": _depends_on,
@@ -234,6 +277,13 @@ def test_alone_reply(
         f"Testing {what} (`{commit[:7]}`), without the PRs above it: the configured test sets "
         "and its own test files, reusing any result of an identical tree. Its comment and check "
         "runs will name this tree."
+    )
+
+
+def quarantine_refusal(commenter: str) -> str:
+    return (
+        f"@{commenter}, only maintainers (write access to the repository) can quarantine or "
+        "release a test."
     )
 
 

@@ -296,4 +296,18 @@ def _findings(view: PrReportView) -> str:
         return ""
     key = view.stack.series_key
     where = f"the series {key} run" if key else "the series run"
-    return "\n".join([f"**Failing tests of {where}**", *(f"- {line}" for line in lines)])
+    head = [f"**Failing tests of {where}**"]
+    held = len({f.nodeid for f in view.findings if f.failure_class == "quarantined"})
+    if held:
+        said = f"{held} quarantined test{plural_s(held)} failed (not counted)"
+        page = quarantine_url(view.url)
+        head.append(f"{said}: [quarantined tests]({page})" if page else said)
+    return "\n".join([*head, *(f"- {line}" for line in lines)])
+
+
+def quarantine_url(pr_url: str | None) -> str | None:
+    """The dashboard's quarantine page, beside the PR's page."""
+    if not pr_url or "://" not in pr_url:
+        return None
+    scheme, rest = pr_url.split("://", 1)
+    return f"{scheme}://{rest.split('/', 1)[0]}/quarantine"

@@ -178,6 +178,14 @@ def finding_line(view: PrReportView, f: FindingView) -> str | None:
         else:
             runs = "failed, then passed on a rerun of the same tree"
         return f"⚪ flaky: {test} {runs}; not counted as a failure, attributed to no PR."
+    if f.failure_class == "quarantined":
+        runs = (
+            f"failed in {_jobs(f.failed_in)}, passed on a rerun of the same tree in "
+            f"{_jobs(f.passed_in)}"
+            if f.failed_in and f.passed_in
+            else "failed, then passed on a rerun of the same tree"
+        )
+        return f"🔕 quarantined: {test} {runs}; not counted (the test is quarantined)."
     if f.failure_class == "suspect":
         return f"⏳ {test} failed once: being confirmed by a rerun of the same tree."
     if f.failure_class == "bisecting":

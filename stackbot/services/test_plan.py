@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from stackbot.db import integration_store, jobs_store
+from stackbot.db import integration_store, jobs_store, quarantine_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, IntegrationStep, Job, TestFinding
 from stackbot.db.models.jobs import FINISHED_STATES, NOT_REUSABLE_STATES
@@ -116,7 +116,10 @@ def _plan_once(
         facts = [_fact(session, job) for job in jobs]
         main = _main_results(session, run, configs)
         known = _known_results(session, layers, hashes, run_id=run.id)
-        bisect = run.kind == RunKind.SERIES
+        # Every run bisects over its own layers: a stack run's failure introduced by an ancestor
+        # is that ancestor's, as in the series run (a stack's prefixes are its ancestors' stack
+        # trees, mostly tested already, so this costs little).
+        bisect = True
         plan = plan_tree(
             layers=layers,
             configs=configs,
@@ -126,6 +129,7 @@ def _plan_once(
             target_pr=PrNumber(run.target_pr) if run.target_pr is not None else None,
             infra_retries=infra_retries,
             results_by_tree=known,
+            quarantined=quarantine_store.active_tests(session, repo_id=run.repo_id),
         )
         templates = {config: job for job in tree_jobs if (config := _config(job))}
         created: list[Job] = []

@@ -24,6 +24,7 @@ from stackbot.web.joblogs import log_lines, tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
 from stackbot.web.readmodel.closed_children import closed_child_rows
 from stackbot.web.readmodel.jobs import node_names, tested_by
+from stackbot.web.readmodel.quarantine import quarantine_page
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals["slug"] = readmodel.series_slug
@@ -113,6 +114,14 @@ def series_gpu(request: Request, slug: str) -> HTMLResponse:
     """GPU-hours of the series per push and per PR, and what reuse and the policy saved."""
     page = pages.series_gpu(request, slug)
     return TEMPLATES.TemplateResponse(request, "series_gpu.html", {"page": page})
+
+
+@router.get("/quarantine", response_class=HTMLResponse)
+def quarantine(request: Request) -> HTMLResponse:
+    """Quarantined tests: since when, the evidence, expiry and the release rule's progress."""
+    with pages.session(request) as db:
+        page = quarantine_page(db, settings=pages.settings(request))
+    return TEMPLATES.TemplateResponse(request, "quarantine.html", {"page": page})
 
 
 @router.get("/series/{slug}/flaky", response_class=HTMLResponse)

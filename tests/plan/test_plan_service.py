@@ -104,6 +104,19 @@ def test_every_stack_tests_each_stack_and_attributes_from_them(
     assert "bisect" not in _purposes(sim)
 
 
+def test_a_stack_run_attributes_an_ancestors_failure_to_the_ancestor(
+    engine: Engine, settings: Settings
+) -> None:
+    sim = _sim(engine, settings, "every-stack", prs=6, injected=Injected(fail_at=[4]))
+    pushed = sim.push()
+    sim.drive()
+    # Stacks 4, 5 and 6 hold the failure; each names #4, which introduced it, not itself.
+    for pr in (4, 5, 6):
+        assert sim.attributed(pushed.stack_runs[pr]) == {"4": 4}, pr
+    for pr in (1, 2, 3):
+        assert sim.attributed(pushed.stack_runs[pr]) == {}, pr
+
+
 def test_a_push_reuses_the_trees_it_did_not_change(engine: Engine, settings: Settings) -> None:
     sim = _sim(engine, settings, prs=12, injected=Injected(fail_at=[4]))
     sim.push()

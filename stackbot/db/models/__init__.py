@@ -15,6 +15,7 @@ from stackbot.db.models.integration import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import Job, TestFinding, TestResult
 from stackbot.db.models.maintenance import MaintenanceRun
 from stackbot.db.models.overrides import DependencyOverrideRow
+from stackbot.db.models.quarantine import QuarantineEntry
 from stackbot.db.models.replies import CommandReply
 from stackbot.db.models.tasks import Task
 
@@ -28,6 +29,7 @@ __all__ = [
     "Job",
     "MaintenanceRun",
     "PullRequest",
+    "QuarantineEntry",
     "ReadClock",
     "Report",
     "Repository",

@@ -16,6 +16,7 @@ from stackbot.services.commands import (
     dependency,
     ok_to_test,
     port,
+    quarantine,
     restack,
     retest,
     status,
@@ -36,6 +37,7 @@ ROUTER = CommandRouter(
     restack.router,
     port.router,
     test_alone.router,
+    quarantine.router,
     unknown.router,
 )
 _unrouted = set(get_args(Command)) - ROUTER.commands
