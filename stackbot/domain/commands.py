@@ -83,19 +83,29 @@ class Port:
 
 
 @dataclass(frozen=True)
+class Land:
+    """``/stackbot land [#N]`` (vetters): land the series, or its prefix up to and including
+    #N; ``/stackbot land cancel`` (``cancel``) takes it out of the queue."""
+
+    up_to: int | None = None
+    cancel: bool = False
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A ``/stackbot`` line with a word stackbot does not know (answered with usage)."""
 
     text: str
 
 
-Command = OkToTest | Retest | Status | DependsOn | NoDependency | Restack | Port | Unknown
+Command = OkToTest | Retest | Status | DependsOn | NoDependency | Restack | Port | Land | Unknown
 
 USAGE = (
     "Commands: `/ok to test <sha>` (vetters: test this commit), "
     "`/stackbot retest [TEST_SET | own:N]` (vetters), `/stackbot status`, "
     "`/stackbot depends-on #N` and `/stackbot no-dependency #N` (the PR's author or vetters), "
-    "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters)."
+    "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters), "
+    "`/stackbot land [#N]` and `/stackbot land cancel` (vetters)."
 )
 _PR_NUMBER = re.compile(r"#?(?P<number>[1-9]\d{0,9})")
 MAX_PR_NUMBER = 2**31 - 1
@@ -175,7 +185,17 @@ def _port(args: list[str], line: str) -> Command | None:
     return Port(branch=args[0]) if len(args) == 1 and _BRANCH.match(args[0]) else None
 
 
+def _land(args: list[str], line: str) -> Command | None:
+    if not args:
+        return Land()
+    if [a.lower() for a in args] == ["cancel"]:
+        return Land(cancel=True)
+    number = _parent(args)
+    return Land(up_to=number) if number is not None else None
+
+
 _VERBS: dict[str, Callable[[list[str], str], Command | None]] = {
+    "land": _land,
     "retest": _retest,
     "status": _status,
     "depends-on": _depends_on,
@@ -188,6 +208,13 @@ _VERBS: dict[str, Callable[[list[str], str], Command | None]] = {
 def command_usage_reply() -> str:
     """The reply to an :class:`Unknown` command: a fixed text (never the command's words)."""
     return f"stackbot does not know that command. {USAGE}"
+
+
+def land_refusal(commenter: str) -> str:
+    return (
+        f"@{commenter}, only vetters (write access, or listed as vetters in stackbot's "
+        "configuration) can land a series."
+    )
 
 
 def retest_refusal(commenter: str) -> str:

@@ -18,6 +18,7 @@ from stackbot.services import (
     commands,
     deliveries,
     integrate,
+    landing,
     maintenance,
     poll_jobs,
     reconcile,
@@ -49,6 +50,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
         retarget,
         base_guard,
         stack_commands,
+        landing,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))

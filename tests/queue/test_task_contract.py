@@ -37,6 +37,7 @@ EXAMPLES: list[tasks.TaskPayload] = [
     tasks.CheckBase("o/r", 8035),
     tasks.RestackPr("o/r", 8035, "carol", push=True),
     tasks.PortPr("o/r", 7523, "dev", "dave"),
+    tasks.Land("o/r", 3),
 ]
 
 

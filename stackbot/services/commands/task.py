@@ -14,6 +14,7 @@ from stackbot.domain.stack_lists import declares_dependency
 from stackbot.domain.tasks import PrCommand, SyncPull
 from stackbot.services.commands import (
     dependency,
+    land,
     ok_to_test,
     port,
     restack,
@@ -34,6 +35,7 @@ ROUTER = CommandRouter(
     dependency.router,
     restack.router,
     port.router,
+    land.router,
     unknown.router,
 )
 _unrouted = set(get_args(Command)) - ROUTER.commands
