@@ -11,11 +11,12 @@ from sqlmodel import Session, select
 
 from stackbot.db import github_store
 from stackbot.db.engine import session_scope
-from stackbot.db.models import Landing
+from stackbot.db.models import IntegrationRun, Job, Landing
 from stackbot.domain.landing import LandingEntry, LandingState
 from stackbot.domain.landing_text import LANDING_MARKER
 from stackbot.domain.tasks import Land
 from stackbot.services import landing
+from stackbot.standin import hosting
 from stackbot.taskqueue import queue
 from tests.sync.pipeline import Pipeline, open_pr, push
 
@@ -117,3 +118,81 @@ def test_branch_protection_refusing_a_merge_is_reported_as_blocked(pipeline: Pip
     assert row.reason.startswith(f"#{second} did not merge: blocked: needs")
     assert "approving review" in row.reason
     assert f"not reached: #{second} did not merge" in _comment(pipeline, third)
+
+
+def _tested_green(pipeline: Pipeline, numbers: list[int], series_key: str) -> None:
+    """A series run of the PRs' current heads on the current main, its one job passed: what the
+    integration and the test plan leave once the tree tested green."""
+    main = pipeline.control.repo(pipeline.repo).bare_path
+    main_sha = hosting.resolve(main, "refs/heads/main")
+    with session_scope(pipeline.engine) as session:
+        repo = github_store.get_repository(session, full_name=pipeline.repo)
+        assert repo is not None and repo.id is not None and main_sha is not None
+        run = IntegrationRun(
+            repo_id=repo.id,
+            kind="series",
+            series_key=series_key,
+            base_ref="main",
+            base_sha=main_sha,
+            status="clean",
+            final_tree="f" * 40,
+            final_commit="c" * 40,
+            heads={str(n): pipeline.head(n) for n in numbers},
+        )
+        session.add(run)
+        session.flush()
+        session.add(
+            Job(
+                repo_id=repo.id,
+                integration_run_id=run.id,
+                test_set="amax-group",
+                shape="1x4",
+                tree_sha="f" * 40,
+                commit_sha="c" * 40,
+                config_hash="h" * 64,
+                status="passed",
+            )
+        )
+
+
+def test_a_vetter_lands_and_cancels_and_protection_blocks_before_anything_merges(
+    pipeline: Pipeline,
+) -> None:
+    first, second, third = numbers = _series(pipeline)
+    control, repo = pipeline.control, pipeline.repo
+    with session_scope(pipeline.engine) as session:
+        stored = github_store.get_repository(session, full_name=repo)
+        assert stored is not None and stored.id is not None
+        [key] = github_store.series_keys_of(session, repo_id=stored.id, number=second)
+    control.comment(repo, second, "bob", f"/stackbot land #{second}")
+    pipeline.deliver()
+    [reply] = [c.body for c in pipeline.replies(second) if "landing" in c.body]
+    assert reply.startswith(f"Queued the series up to #{second} for landing: #{first} → #{second},")
+    control.comment(repo, third, "bob", "/stackbot land cancel")
+    pipeline.deliver()
+    assert any(
+        c.body == f"Landing of #{first} → #{second} cancelled; nothing more merges."
+        for c in pipeline.replies(third)
+    )
+
+    control.protect_branch(repo, "main", approvals=1)
+    _tested_green(pipeline, numbers, key)
+    control.comment(repo, third, "bob", "/stackbot land")
+    pipeline.deliver()
+    _run_landing(pipeline)  # green, but nobody approved: blocked, nothing merged
+    assert not any(control.pull(repo, n).merged for n in numbers)
+    body = _comment(pipeline, third)
+    assert f"**Queued for landing**: #{first} → #{second} → #{third}." in body
+    assert (
+        f"#{first} is blocked: needs 1 more approving review by someone with write access" in body
+    )
+    for number in numbers:
+        control.approve(repo, number, "bob")
+    with Session(pipeline.engine) as session:  # look again now rather than in a minute
+        active = session.exec(select(Landing).where(Landing.state == "waiting")).one()
+        assert active.id is not None
+        queue.enqueue(session, "land", Land(repo, active.id).to_payload())
+        session.commit()
+    pipeline.run_tasks()
+    assert all(control.pull(repo, n).merged for n in numbers), _comment(pipeline, third)
+    assert "✅ **Landed** on `main`" in _comment(pipeline, first)
