@@ -106,7 +106,7 @@ class LandingSettings(BaseModel):
     merge_methods: dict[str, Literal["merge", "squash", "rebase"]] = Field(default_factory=dict)
     merge_method: Literal["merge", "squash", "rebase"] = "merge"
     # How long a landing waiting for its tree's tests waits before it looks again.
-    recheck_s: float = Field(default=15.0, gt=0)
+    recheck_s: float = Field(default=30.0, gt=0)
 
     def method_for(self, repo: str) -> str:
         return self.merge_methods.get(repo, self.merge_method)

@@ -9,6 +9,7 @@ from sqlmodel import Session, col, select
 from stackbot.db.models import IntegrationRun, Job, Landing, TestFinding
 from stackbot.db.models._columns import utcnow
 from stackbot.domain.landing import LandingEntry, LandingState
+from stackbot.domain.landing_text import LandingView
 
 ACTIVE = (LandingState.WAITING.value, LandingState.MERGING.value)
 
@@ -38,6 +39,33 @@ def active_landing(session: Session, *, repo_id: int, series_key: str) -> Landin
         )
         .order_by(col(Landing.id))
     ).first()
+
+
+def newest_landing(session: Session, *, repo_id: int, series_key: str) -> Landing | None:
+    return session.exec(
+        select(Landing)
+        .where(Landing.repo_id == repo_id, Landing.series_key == series_key)
+        .order_by(col(Landing.id).desc())
+    ).first()
+
+
+def landing_view(row: Landing, base_ref: str) -> LandingView:
+    """What the comments and the series page show of a landing."""
+    assert row.id is not None
+    return LandingView(
+        id=row.id,
+        state=LandingState(row.state),
+        entries=tuple(entries_of(row)),
+        merge_method=row.merge_method,
+        requested_by=row.requested_by,
+        base_ref=base_ref,
+        up_to=row.up_to,
+        waiting_for=row.waiting_for,
+        reason=row.reason,
+        main_sha=row.main_sha,
+        tested_tree=row.tested_tree,
+        landed_tree=row.landed_tree,
+    )
 
 
 def landings_of_repo(session: Session, *, repo_id: int) -> list[Landing]:

@@ -46,6 +46,7 @@ WATCHED = (
     "test_results",
     "test_findings",
     "maintenance_runs",
+    "landings",
 )
 
 _EVENTS = ("insert", "update", "delete")

@@ -20,7 +20,6 @@ from stackbot.adapters.github.port import GitHubPort
 from stackbot.adapters.github_errors import GitHubRejected
 from stackbot.db import dashboard_store, landing_store
 from stackbot.db.engine import session_scope
-from stackbot.db.models import Landing
 from stackbot.domain.landing import (
     LandingEntry,
     LandingState,
@@ -316,25 +315,7 @@ def view_of(ctx: ServiceContext, landing_id: int, base_ref: str) -> LandingView 
         row = landing_store.get_landing(session, landing_id=landing_id)
         if row is None or row.id is None:
             return None
-        return landing_view(row, base_ref)
-
-
-def landing_view(row: Landing, base_ref: str) -> LandingView:
-    assert row.id is not None
-    return LandingView(
-        id=row.id,
-        state=LandingState(row.state),
-        entries=tuple(landing_store.entries_of(row)),
-        merge_method=row.merge_method,
-        requested_by=row.requested_by,
-        base_ref=base_ref,
-        up_to=row.up_to,
-        waiting_for=row.waiting_for,
-        reason=row.reason,
-        main_sha=row.main_sha,
-        tested_tree=row.tested_tree,
-        landed_tree=row.landed_tree,
-    )
+        return landing_store.landing_view(row, base_ref)
 
 
 def publish(

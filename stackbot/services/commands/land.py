@@ -19,7 +19,6 @@ from stackbot.domain.landing_text import (
 )
 from stackbot.domain.tasks import Land as LandTask
 from stackbot.services.commands.router import CommandContext, CommandOutcome, CommandRouter
-from stackbot.services.landing import landing_view
 
 router = CommandRouter()
 
@@ -52,7 +51,7 @@ def land(ctx: CommandContext, command: Land) -> CommandOutcome:
                 state=LandingState.CANCELLED,
                 reason=f"cancelled by @{request.author}",
             )
-            view = landing_view(active, base_ref)
+            view = landing_store.landing_view(active, base_ref)
             return CommandOutcome(
                 reply=cancel_reply(view, merged),
                 follow_ups=[LandTask(request.repo, view.id)],
@@ -61,9 +60,11 @@ def land(ctx: CommandContext, command: Land) -> CommandOutcome:
             session, repo_id=repo.id, comment_id=request.comment_id
         )
         if mine is not None:  # a redo of this very command
-            return CommandOutcome(reply=landing_reply(landing_view(mine, base_ref)))
+            return CommandOutcome(reply=landing_reply(landing_store.landing_view(mine, base_ref)))
         if active is not None:
-            return CommandOutcome(reply=already_landing_reply(landing_view(active, base_ref)))
+            return CommandOutcome(
+                reply=already_landing_reply(landing_store.landing_view(active, base_ref))
+            )
         series = github_store.get_series(session, repo_id=repo.id, key=keys[0])
         open_prs = {
             p.number for p in github_store.list_pulls(session, repo_id=repo.id, open_only=True)
@@ -86,5 +87,5 @@ def land(ctx: CommandContext, command: Land) -> CommandOutcome:
             merge_method=ctx.settings.landing.method_for(request.repo),
             entries=[LandingEntry(n, heads.get(n, "")) for n in order],
         )
-        view = landing_view(row, base_ref)
+        view = landing_store.landing_view(row, base_ref)
     return CommandOutcome(reply=landing_reply(view), follow_ups=[LandTask(request.repo, view.id)])
