@@ -68,6 +68,10 @@ def landing_view(row: Landing, base_ref: str) -> LandingView:
     )
 
 
+def all_landings(session: Session) -> list[Landing]:
+    return list(session.exec(select(Landing)))
+
+
 def landings_of_repo(session: Session, *, repo_id: int) -> list[Landing]:
     return list(
         session.exec(select(Landing).where(Landing.repo_id == repo_id).order_by(col(Landing.id)))

@@ -145,3 +145,22 @@ def refusal_note(status: int | None, message: str) -> str:
 def mark(entries: Sequence[LandingEntry], number: int, **changes: Any) -> list[LandingEntry]:
     """``entries`` with PR ``number``'s entry changed."""
     return [replace(e, **changes) if e.number == number else e for e in entries]
+
+
+STOP_CAUSES = ("new push", "blocked", "refused", "untested", "closed", "other")
+
+
+def stop_cause(reason: str | None) -> str:
+    """The cause of a stopped landing, for ``/metrics``, read from the reason it was given."""
+    text = reason or ""
+    if "a new push" in text:
+        return "new push"
+    if "blocked: needs" in text:
+        return "blocked"
+    if "GitHub refused" in text:
+        return "refused"
+    if "not tested green" in text:
+        return "untested"
+    if "outside the landing" in text:
+        return "closed"
+    return "other"

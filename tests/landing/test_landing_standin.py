@@ -18,6 +18,7 @@ from stackbot.domain.tasks import Land
 from stackbot.services import landing
 from stackbot.standin import hosting
 from stackbot.taskqueue import queue
+from stackbot.web.landing_metrics import landing_lines
 from tests.sync.pipeline import Pipeline, open_pr, push
 
 
@@ -100,6 +101,10 @@ def test_a_push_mid_landing_stops_it_with_the_rest_open_and_based_on_main(
     assert not [
         p for p in control.repo(repo).pulls.values() if p.state == "closed" and not p.merged
     ]
+    metrics = landing_lines(pipeline.engine)
+    assert 'stackbot_landings{state="stopped"} 1' in metrics
+    assert "stackbot_landed_prs_total 1" in metrics
+    assert 'stackbot_landings_stopped_total{cause="new push"} 1' in metrics
 
 
 def test_branch_protection_refusing_a_merge_is_reported_as_blocked(pipeline: Pipeline) -> None:
