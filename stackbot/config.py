@@ -98,6 +98,20 @@ class MaintenanceSettings(BaseModel):
     lock_wait_s: float = Field(default=30.0, ge=0)
 
 
+class LandingSettings(BaseModel):
+    """``/stackbot land``: how PRs are merged and how often a waiting landing looks again."""
+
+    # The merge button's method per repository (``{"NVIDIA/Megatron-LM": "squash"}``); others
+    # use ``merge_method``.
+    merge_methods: dict[str, Literal["merge", "squash", "rebase"]] = Field(default_factory=dict)
+    merge_method: Literal["merge", "squash", "rebase"] = "merge"
+    # How long a landing waiting for its tree's tests waits before it looks again.
+    recheck_s: float = Field(default=30.0, gt=0)
+
+    def method_for(self, repo: str) -> str:
+        return self.merge_methods.get(repo, self.merge_method)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="STACKBOT_",
@@ -137,6 +151,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
     vetting: VettingSettings = Field(default_factory=VettingSettings)
+    landing: LandingSettings = Field(default_factory=LandingSettings)
 
     # Paths the repository regenerates rather than merges.
     generated_files: list[str] = Field(default_factory=lambda: [DEFAULT_ALLOWLIST_PATH])

@@ -47,6 +47,7 @@ WATCHED = (
     "test_findings",
     "maintenance_runs",
     "quarantines",
+    "landings",
 )
 
 _EVENTS = ("insert", "update", "delete")

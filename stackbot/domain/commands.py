@@ -106,6 +106,15 @@ class ReleaseTest:
 
 
 @dataclass(frozen=True)
+class Land:
+    """``/stackbot land [#N]`` (vetters): land the series, or its prefix up to and including
+    #N; ``/stackbot land cancel`` (``cancel``) takes it out of the queue."""
+
+    up_to: int | None = None
+    cancel: bool = False
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A ``/stackbot`` line with a word stackbot does not know (answered with usage)."""
 
@@ -123,6 +132,7 @@ Command = (
     | TestAlone
     | QuarantineTest
     | ReleaseTest
+    | Land
     | Unknown
 )
 
@@ -132,7 +142,8 @@ USAGE = (
     "`/stackbot depends-on #N` and `/stackbot no-dependency #N` (the PR's author or vetters), "
     "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters), "
     "`/stackbot test-alone` (vetters: test this PR's own tree, without the PRs above it), "
-    "`/stackbot quarantine <test>` and `/stackbot release <test>` (maintainers)."
+    "`/stackbot quarantine <test>` and `/stackbot release <test>` (maintainers), "
+    "`/stackbot land [#N]` and `/stackbot land cancel` (vetters)."
 )
 _PR_NUMBER = re.compile(r"#?(?P<number>[1-9]\d{0,9})")
 MAX_PR_NUMBER = 2**31 - 1
@@ -212,6 +223,15 @@ def _port(args: list[str], line: str) -> Command | None:
     return Port(branch=args[0]) if len(args) == 1 and _BRANCH.match(args[0]) else None
 
 
+def _land(args: list[str], line: str) -> Command | None:
+    if not args:
+        return Land()
+    if [a.lower() for a in args] == ["cancel"]:
+        return Land(cancel=True)
+    number = _parent(args)
+    return Land(up_to=number) if number is not None else None
+
+
 def _test_alone(args: list[str], line: str) -> Command | None:
     return TestAlone() if not args else None
 
@@ -232,6 +252,7 @@ def _release(args: list[str], line: str) -> Command | None:
 
 
 _VERBS: dict[str, Callable[[list[str], str], Command | None]] = {
+    "land": _land,
     "test-alone": _test_alone,
     "quarantine": _quarantine,
     "release": _release,
@@ -284,6 +305,13 @@ def quarantine_refusal(commenter: str) -> str:
     return (
         f"@{commenter}, only maintainers (write access to the repository) can quarantine or "
         "release a test."
+    )
+
+
+def land_refusal(commenter: str) -> str:
+    return (
+        f"@{commenter}, only vetters (write access, or listed as vetters in stackbot's "
+        "configuration) can land a series."
     )
 
 

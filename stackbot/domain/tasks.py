@@ -47,6 +47,7 @@ class TaskKind(StrEnum):
     RESTACK_PR = "restack_pr"  # /stackbot restack: a PR's own commits replayed onto its base
     PORT_PR = "port_pr"  # /stackbot port <branch>: a faithful port of a PR onto a branch
     TEST_ALONE = "test_alone"  # /stackbot test-alone: a PR's own stack tree tested
+    LAND = "land"  # /stackbot land: a landing waits for its tested tree, then merges bottom-up
 
 
 NOT_STORED = {"stored": False}  # field metadata: a field kept out of the payload
@@ -340,6 +341,18 @@ class TestAlone(_OnePullRequest):
     KIND: ClassVar[TaskKind] = TaskKind.TEST_ALONE
 
 
+@dataclass(frozen=True)
+class Land(Payload):
+    """Advance landing ``landing`` (a row of ``landings``): wait, merge, or give its account."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.LAND
+    repo: RepoName
+    landing: int
+
+    def dedupe_key(self) -> str:
+        return f"{self.KIND}:{self.repo}:{self.landing}"
+
+
 TaskPayload = (
     ProcessDelivery
     | SyncPull
@@ -357,6 +370,7 @@ TaskPayload = (
     | RestackPr
     | PortPr
     | TestAlone
+    | Land
 )
 
 # Kind → payload class: one per member of TaskKind (a test holds the two together).
@@ -379,6 +393,7 @@ PAYLOADS: dict[TaskKind, type[TaskPayload]] = {
         RestackPr,
         PortPr,
         TestAlone,
+        Land,
     )
 }
 

@@ -18,6 +18,7 @@ from stackbot.services import (
     commands,
     deliveries,
     integrate,
+    landing,
     maintenance,
     poll_jobs,
     reconcile,
@@ -51,6 +52,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
         base_guard,
         stack_commands,
         test_alone,
+        landing,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))

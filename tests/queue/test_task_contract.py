@@ -38,6 +38,7 @@ EXAMPLES: list[tasks.TaskPayload] = [
     tasks.RestackPr("o/r", 8035, "carol", push=True),
     tasks.PortPr("o/r", 7523, "dev", "dave"),
     tasks.TestAlone("o/r", 8034),
+    tasks.Land("o/r", 3),
 ]
 
 

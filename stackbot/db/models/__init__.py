@@ -13,6 +13,7 @@ from stackbot.db.models.github import (
 )
 from stackbot.db.models.integration import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import Job, TestFinding, TestResult
+from stackbot.db.models.landing import Landing
 from stackbot.db.models.maintenance import MaintenanceRun
 from stackbot.db.models.overrides import DependencyOverrideRow
 from stackbot.db.models.quarantine import QuarantineEntry
@@ -27,6 +28,7 @@ __all__ = [
     "IntegrationRun",
     "IntegrationStep",
     "Job",
+    "Landing",
     "MaintenanceRun",
     "PullRequest",
     "QuarantineEntry",

@@ -14,6 +14,7 @@ from stackbot.domain.stack_lists import declares_dependency
 from stackbot.domain.tasks import PrCommand, SyncPull
 from stackbot.services.commands import (
     dependency,
+    land,
     ok_to_test,
     port,
     quarantine,
@@ -38,6 +39,7 @@ ROUTER = CommandRouter(
     port.router,
     test_alone.router,
     quarantine.router,
+    land.router,
     unknown.router,
 )
 _unrouted = set(get_args(Command)) - ROUTER.commands
