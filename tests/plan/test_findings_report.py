@@ -194,7 +194,7 @@ def test_the_run_page_lists_each_failing_test_with_its_class_and_pr(
     _keep("run-page.html", page)
     assert "<h2>Failing tests</h2>" in page
     assert "<code>tests/unit_tests/test_layer_4.py::test_fail_4</code>" in page
-    assert '<td>new</td>\n<td><a href="/pulls/4">#4</a></td>' in page
+    assert '<td>new</td>\n<td><a class="pr" href="/pulls/4">#4</a></td>' in page
     assert "<td>flaky (passed on a rerun)</td>" in page
     failed, passed = flaky.evidence["failed_in"][0], flaky.evidence["passed_in"][0]
     assert f"failed in job {failed}, passed in job {passed}" in page
