@@ -5,7 +5,8 @@ With PostgreSQL stopped, a vetter posts ``count`` commands (``/stackbot status``
 ``/ok to test <head>``) on the demo's open PRs; the stand-in delivers each to ``stackbot
 serve``, which answers 503 (GitHub records the failure and does not redeliver). PostgreSQL is
 started again and one reconcile round queued; the phase waits until every comment has been
-acted on and checks each was acted on exactly once (one ``acted_commands`` row per comment).
+acted on and checks each was acted on exactly once: one ``acted_commands`` row per comment, and
+as many replies on the PRs as were reserved (one per command comment, ``command_replies``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, bindparam, text
 
 from stackbot.db.engine import session_scope
 from stackbot.demo import scenario
+from stackbot.domain import report
 from stackbot.domain.tasks import FollowUp, Reconcile
 from stackbot.taskqueue import queue
 
@@ -37,6 +39,7 @@ def commands_outage(
 ) -> dict[str, Any]:
     repo = scenario.REPO
     say(f"commands phase: stopping PostgreSQL, posting {count} commands")
+    before = max((c.id for n in PRS for c in control.comments(repo, n)), default=0)
     stop_db()
     down_at = time.monotonic()
     first = len(control.state.deliveries)
@@ -80,6 +83,22 @@ def commands_outage(
             text("SELECT comment_id, count(*) FROM acted_commands GROUP BY comment_id")
         ).all()
     acted = {int(c): int(k) for c, k in rows if int(c) in set(ids)}
+    # What the vetter sees: each reply stackbot posted is reserved once per command comment
+    # (command_replies, unique per comment); a command acted on twice would post a second
+    # reply under the same reservation.
+    with engine.connect() as conn:
+        reserved = conn.execute(
+            text("SELECT count(*) FROM command_replies WHERE comment_id IN :ids").bindparams(
+                bindparam("ids", expanding=True)
+            ),
+            {"ids": ids},
+        ).scalar_one()
+    posted = [
+        c
+        for n in PRS
+        for c in control.comments(repo, n)
+        if c.id > before and c.via_app and report.MARKER not in c.body
+    ]
     result = {
         "commands": len(ids),
         "answers_while_down": dict(answers),
@@ -88,6 +107,8 @@ def commands_outage(
         "acted_more_than_once": sum(1 for k in acted.values() if k > 1),
         "never_acted_on": len(ids) - len(acted),
         "catch_up_s": round(caught_up_s, 1),
+        "replies_posted": len(posted),
+        "replies_reserved": int(reserved),
     }
     say(f"commands phase: {result}")
     return result
@@ -99,4 +120,11 @@ def problems_of(result: dict[str, Any]) -> list[str]:
         found.append(f"{result['never_acted_on']} commands never acted on after the outage")
     if result["acted_more_than_once"]:
         found.append(f"{result['acted_more_than_once']} commands acted on more than once")
+    if result["replies_posted"] != result["replies_reserved"]:
+        found.append(
+            f"{result['replies_posted']} replies posted for {result['replies_reserved']} "
+            "reserved: a command was answered twice (or a reply went missing)"
+        )
+    if result["replies_posted"] > result["commands"]:
+        found.append(f"{result['replies_posted']} replies to {result['commands']} commands")
     return found
