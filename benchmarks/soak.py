@@ -23,7 +23,10 @@ processed once (one ``process_delivery`` task, done); no GPU job started twice (
 out_dir per started job, no ``.rN``, one ``launch.json`` each); no comment posted twice and no
 check run created twice; no dead task. It reports p50/p99 latency of the accepted deliveries,
 the answers other than 202 while PostgreSQL was restarting (and whether each 503 carried a
-Retry-After), and the drain time. Exit status 0 when every check passed.
+Retry-After), and the drain time. Then (``--commands N``, 20 by default; with its own PostgreSQL
+only) the commands phase of ``soak_commands.py``: PostgreSQL stopped while a vetter posts N
+commands (each delivery answered 503), started again, one reconcile round; every command must be
+acted on exactly once. Exit status 0 when every check passed.
 
     python benchmarks/soak.py                      # 10 minutes at 200/s
     python benchmarks/soak.py --minutes 2          # a short run
@@ -64,6 +67,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import psycopg  # noqa: E402
+import soak_commands  # noqa: E402  (benchmarks/, beside this script)
 from sqlalchemy import text  # noqa: E402
 
 from stackbot.db.engine import make_engine  # noqa: E402
@@ -121,6 +125,12 @@ class PrivatePostgres:
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+        self._run("pg_ctl", *self._ctl, "-w", "start")
+
+    def halt(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
         self._run("pg_ctl", *self._ctl, "-w", "start")
 
     def restart(self) -> None:
@@ -384,6 +394,17 @@ def run(args: argparse.Namespace) -> int:
         )
         result.update(figures(records, chaos))
         result["checks"] = check(stack, engine, settings.jobs_dir, records, problems)
+        if args.commands and not args.pg_admin_url:
+            outage = soak_commands.commands_outage(
+                stack.github.control,
+                engine,
+                stop_db=server.halt,
+                start_db=server.resume,
+                count=args.commands,
+                say=say,
+            )
+            result["commands_outage"] = outage
+            problems.extend(soak_commands.problems_of(outage))
         stack.stop()
     result["problems"] = problems
     report(result)
@@ -527,6 +548,12 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--kill-every", type=float, default=60.0, help="seconds between kills")
     parser.add_argument("--drain-timeout", type=float, default=1800.0)
+    parser.add_argument(
+        "--commands",
+        type=int,
+        default=20,
+        help="commands posted while PostgreSQL is down, after the load (0: no such phase)",
+    )
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--pg-bin", default=str(PG_BIN), help="PostgreSQL's initdb and pg_ctl")
     parser.add_argument("--pg-admin-url", default=None, help="use this server instead")

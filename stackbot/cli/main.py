@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "serve",
     "worker",
     "maintenance",
+    "deliveries",
 )
 
 EXIT_BAD_INPUT = 2

@@ -4,9 +4,10 @@ tables). Keyword-only functions, no business rules: the services decide, these f
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from stackbot.db.models import IntegrationRun, Job, TestFinding, TestResult
@@ -242,6 +243,31 @@ def lock_run(session: Session, *, run_id: int) -> IntegrationRun | None:
     if bind.dialect.name == "postgresql":
         statement = statement.with_for_update()
     return session.exec(statement).first()
+
+
+def lock_trees(session: Session, *, keys: Iterable[tuple[str, str, int]]) -> None:
+    """Lock (tree, configuration hash, attempt) keys for this transaction, in one order.
+
+    Whoever creates a job on a tree first looks for an original to reuse and else makes one;
+    two transactions doing that at once on PostgreSQL (two workers integrating runs with one
+    tree, or both creating main's jobs) would each find none and make two originals. A
+    transaction-scoped advisory lock per key makes the look-and-create one step: the second
+    waits for the first to commit and then finds its job. SQLite needs none, its writes are
+    serialised (``session_scope`` begins them IMMEDIATE). A collision of two keys' lock
+    numbers only makes them wait for each other.
+    """
+    bind = session.get_bind()
+    if bind.dialect.name != "postgresql":
+        return
+    numbers = sorted({_lock_number(key) for key in keys})
+    for number in numbers:
+        session.execute(select(func.pg_advisory_xact_lock(number)))
+
+
+def _lock_number(key: tuple[str, str, int]) -> int:
+    tree, config_hash, attempt = key
+    digest = hashlib.sha256(f"job:{tree}:{config_hash}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def first_runs_on_trees(

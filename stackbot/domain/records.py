@@ -67,6 +67,11 @@ class CommentRecord:
     # GitHub's author_association of the comment's author: OWNER, MEMBER and COLLABORATOR are
     # the maintainers whose dependency sentences count (series_build.MAINTAINER_ASSOCIATIONS).
     author_association: str = "NONE"
+    # GitHub's ISO 8601 times of an issue comment ("" when not known): reconcile reads a PR's
+    # comments since the newest it has read, and an edit (updated_at later) is a new request.
+    # Not part of a comment's equality: what it says and who said it are.
+    created_at: str = field(default="", compare=False)
+    updated_at: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ Pure: no I/O, no imports beyond the standard library and the domain's own types.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, ClassVar, Self, get_type_hints
 
@@ -131,8 +131,9 @@ class PrCommand(Payload):
     author_association: str = "NONE"
     action: str | None = None  # "created" or "edited"
     is_pull_request: bool = True
-    # Of the comment: an edit is a new request (a dedupe key's part only, not stored).
-    updated_at: str = field(default="", metadata=NOT_STORED)
+    # Of the comment: an edit is a new request. With the comment id it names the version that
+    # is acted on once (acted_commands), whether the webhook or reconcile queued it.
+    updated_at: str = ""
 
     @property
     def edited(self) -> bool:

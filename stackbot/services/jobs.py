@@ -105,6 +105,12 @@ def create_run_jobs(
         (job.test_set, job.shape): job for job in jobs_store.jobs_of_run(session, run_id=run.id)
     }
     created = []
+    # Two runs with one tree (a series and a stack, or one integration on two workers) look for
+    # an original to reuse at once: the lock makes the second find the first's.
+    jobs_store.lock_trees(
+        session,
+        keys=[(run.final_tree, config_hash(r.test_set, r.shape), 1) for r in requests],
+    )
     for request in requests:
         key = (request.test_set.name, request.shape)
         if key in existing and not force:
@@ -142,8 +148,12 @@ def create_baseline_jobs(
     base_tree: str,
     requests: Sequence[JobRequest],
 ) -> list[Job]:
-    """Jobs on the base commit, once per base SHA and configuration."""
+    """Jobs on the base commit, once per base SHA and configuration (two integrations at once
+    included: the base tree's keys are locked before looking)."""
     created = []
+    jobs_store.lock_trees(
+        session, keys=[(base_tree, config_hash(r.test_set, r.shape), 1) for r in requests]
+    )
     for request in requests:
         digest = config_hash(request.test_set, request.shape)
         if jobs_store.baseline_job_exists(session, commit_sha=base_sha, config_hash=digest):

@@ -51,6 +51,8 @@ _MERGED = (StepOutcome.CLEAN, StepOutcome.RESOLVED)
 # A pass that took finished results plans again; this bounds the rounds (one per prefix
 # probe of a bisection at most).
 _MAX_ROUNDS = 16
+# The purposes whose job takes an identical tree's result instead of running again.
+_REUSING = (TREE, BISECT, CONFIRM)
 
 
 @dataclass
@@ -134,9 +136,18 @@ def _plan_once(
         templates = {config: job for job in tree_jobs if (config := _config(job))}
         created: list[Job] = []
         existing = {_key(job) for job in jobs}
-        for wanted in _unique(plan.wanted):
-            if _wanted_key(wanted, hashes) in existing:
-                continue
+        missing = [w for w in _unique(plan.wanted) if _wanted_key(w, hashes) not in existing]
+        # Other runs with these trees may be planning now: lock the keys before looking for a
+        # result to reuse, so one tree is never tested twice (the run lock covers this run only).
+        jobs_store.lock_trees(
+            session,
+            keys=[
+                (_tree_of(run, w, layers, templates[w.config]), hashes[w.config], w.attempt)
+                for w in missing
+                if w.purpose in _REUSING
+            ],
+        )
+        for wanted in missing:
             job = _make_job(session, run, wanted, templates[wanted.config], layers, commits)
             session.add(job)
             created.append(job)
@@ -342,6 +353,12 @@ def _unique(wanted: Sequence[WantedJob]) -> list[WantedJob]:
     return list(seen.values())
 
 
+def _tree_of(run: IntegrationRun, wanted: WantedJob, layers: Sequence[Layer], template: Job) -> str:
+    if wanted.step_position is None:
+        return run.final_tree or template.tree_sha
+    return layers[wanted.step_position - 1].tree
+
+
 def _make_job(
     session: Session,
     run: IntegrationRun,
@@ -350,10 +367,11 @@ def _make_job(
     layers: Sequence[Layer],
     commits: Sequence[str],
 ) -> Job:
+    tree = _tree_of(run, wanted, layers, template)
     if wanted.step_position is None:
-        tree, commit = run.final_tree or template.tree_sha, run.final_commit or template.commit_sha
+        commit = run.final_commit or template.commit_sha
     else:
-        tree, commit = layers[wanted.step_position - 1].tree, commits[wanted.step_position - 1]
+        commit = commits[wanted.step_position - 1]
     job = Job(
         repo_id=run.repo_id,
         integration_run_id=run.id,
@@ -372,7 +390,7 @@ def _make_job(
         targets=list(template.targets) if template.targets else None,
         series_key=run.series_key,
     )
-    if wanted.purpose in (TREE, BISECT, CONFIRM):
+    if wanted.purpose in _REUSING:
         # An identical tree already tested with this configuration (by another run, an
         # earlier push or the other policy) is not tested again.
         source = jobs_store.reusable_job(

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from stackbot.standin import (
     pull_bases,
+    routes_app_hooks,
     routes_checks,
     routes_control,
     routes_issues,
@@ -66,6 +67,7 @@ def create_standin_app(state: StandinState) -> FastAPI:
         routes_issues,
         routes_checks,
         routes_repos,
+        routes_app_hooks,
         routes_control,
     ):
         module.register(app, state)

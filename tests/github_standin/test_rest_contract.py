@@ -39,6 +39,11 @@ def _create_draft_pull(s: Scene) -> httpx.Response:
     )
 
 
+def _list_deliveries(s: Scene) -> httpx.Response:
+    s.world.control.flush_deliveries()  # attempted (whatever the receiver), so listed
+    return s.app.get("/app/hook/deliveries", params={"per_page": 5})
+
+
 SCENARIOS: dict[str, tuple[int, Call]] = {
     "pulls/create": (201, _create_draft_pull),
     "pulls/get": (200, lambda s: s.user.get(f"{s.repo_path}/pulls/{s.bottom}")),
@@ -158,6 +163,13 @@ SCENARIOS: dict[str, tuple[int, Call]] = {
         lambda s: s.app.post(f"/app/installations/{s.world.installation_id}/access_tokens"),
     ),
     "apps/get-repo-installation": (200, lambda s: s.app.get(f"{s.repo_path}/installation")),
+    "apps/list-webhook-deliveries": (200, _list_deliveries),
+    "apps/redeliver-webhook-delivery": (
+        202,
+        lambda s: s.app.post(
+            f"/app/hook/deliveries/{_list_deliveries(s).json()[0]['id']}/attempts"
+        ),
+    ),
     "rate-limit/get": (200, lambda s: s.user.get("/rate_limit")),
     "pull-request-stacks/list": (
         200,

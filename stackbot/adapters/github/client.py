@@ -258,8 +258,11 @@ class GitHubClient:
 
     # -- comments -------------------------------------------------------------------------------
 
-    def list_issue_comments(self, repo: str, number: int) -> list[CommentRecord]:
-        items = self._list(f"{_repo_path(repo)}/issues/{int(number)}/comments")
+    def list_issue_comments(
+        self, repo: str, number: int, *, since: str | None = None
+    ) -> list[CommentRecord]:
+        params = None if since is None else {"since": since}
+        items = self._list(f"{_repo_path(repo)}/issues/{int(number)}/comments", params)
         return [convert.comment_record(item) for item in items]
 
     def get_comment(self, repo: str, comment_id: int) -> CommentRecord:

@@ -70,6 +70,8 @@ def comment_record(data: dict[str, Any]) -> CommentRecord:
         body=storable(str(data.get("body") or "")),
         id=int(data["id"]),
         author_association=str(data.get("author_association") or "NONE"),
+        created_at=str(data.get("created_at") or ""),
+        updated_at=str(data.get("updated_at") or ""),
     )
 
 

@@ -59,8 +59,11 @@ class GitHubPort(Protocol):
 
     # -- comments -------------------------------------------------------------------------------
 
-    def list_issue_comments(self, repo: RepoName, number: PrNumber) -> Sequence[CommentRecord]:
-        """The comments on PR or issue ``number``, oldest first."""
+    def list_issue_comments(
+        self, repo: RepoName, number: PrNumber, *, since: str | None = None
+    ) -> Sequence[CommentRecord]:
+        """The comments on PR or issue ``number``, oldest first; ``since`` (ISO 8601): only
+        those updated at or after it."""
         ...
 
     def create_comment(self, repo: RepoName, number: PrNumber, body: str) -> int:

@@ -1,5 +1,6 @@
 """All table models; importing this package registers every table on ``SQLModel.metadata``."""
 
+from stackbot.db.models.acted import ActedCommand, CommentCursor
 from stackbot.db.models.clock import ReadClock
 from stackbot.db.models.github import (
     Approval,
@@ -21,8 +22,10 @@ from stackbot.db.models.replies import CommandReply
 from stackbot.db.models.tasks import Task
 
 __all__ = [
+    "ActedCommand",
     "Approval",
     "CommandReply",
+    "CommentCursor",
     "DependencyEdge",
     "DependencyOverrideRow",
     "IntegrationRun",

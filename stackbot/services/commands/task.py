@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import get_args
 
-from stackbot.db import replies_store
+from stackbot.db import acted_store, replies_store
 from stackbot.db.engine import session_scope
 from stackbot.domain.commands import Command, parse_command
 from stackbot.domain.stack_lists import declares_dependency
@@ -59,6 +59,20 @@ def handle_pr_command(ctx: ServiceContext, request: PrCommand) -> None:
         if request.is_pull_request and declares_dependency(request.body, request.number):
             # It may declare a dependency (the graph build decides whether its writer counts).
             ctx.enqueue_task(SyncPull(request.repo, request.number, "comment"))
+        return
+    if not acted_store.claim_command(
+        ctx.engine,
+        repo=request.repo,
+        pr_number=request.number,
+        comment_id=request.comment_id,
+        updated_at=request.updated_at,
+        body=request.body,
+        task_id=ctx.task_id,
+    ):
+        # The webhook's task and reconcile's may both carry this comment: one of them acts.
+        log.info(
+            "%s#%d comment %d: already acted on", request.repo, request.number, request.comment_id
+        )
         return
     asked = CommandContext(ctx.engine, ctx.services.github(), ctx.settings, request)
     outcome = answer(asked, command)
