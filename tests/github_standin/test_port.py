@@ -86,8 +86,11 @@ def _signature_mismatches(wanted: Any, given: Any) -> list[str]:
 
 def test_the_port_lists_what_the_services_call() -> None:
     assert port_methods() == [
+        "branch_sha",
+        "check_outcomes",
         "clone_url",
         "collaborator_permission",
+        "commit_tree",
         "create_check_run",
         "create_comment",
         "create_commit_status",
@@ -98,6 +101,9 @@ def test_the_port_lists_what_the_services_call() -> None:
         "list_issue_comments",
         "list_open_pulls",
         "list_pull_commits",
+        "list_reviews",
+        "merge_pull",
+        "merge_rules",
         "update_check_run",
         "update_pull_base",
     ]
