@@ -161,13 +161,13 @@ def _conflict(view: PrReportView, run: IntegrationView, step: StepView) -> Verdi
     paths = step.conflicting_paths
     where = f" in {_code(paths)}" if paths else ""
     which = "in the series run" if run.kind == "series" else "in its stack run"
-    if step.conflicts_with:
-        summary = f"with {_prs(step.conflicts_with)}{where} ({which})"
-        heads = (
-            f"#{step.conflicts_with[0]}'s head"
-            if len(step.conflicts_with) == 1
-            else f"the heads of {_prs(step.conflicts_with)}"
-        )
+    others = step.conflicts_with
+    depends_on = set(view.stack.ancestors) | {parent.number for parent in view.stack.parents}
+    if others and not set(others) & depends_on:
+        summary, action = _sibling_conflict(view, others, where)
+    elif others:
+        summary = f"with {_prs(others)}{where} ({which})"
+        heads = f"#{others[0]}'s head" if len(others) == 1 else f"the heads of {_prs(others)}"
         action = f"merge {heads} into this branch and resolve"
     else:
         summary = f"with `{run.base_ref}`{where} ({which})"
@@ -175,11 +175,43 @@ def _conflict(view: PrReportView, run: IntegrationView, step: StepView) -> Verdi
     return Verdict(
         VerdictKind.CONFLICT,
         summary,
-        action,
-        conflicts_with=step.conflicts_with,
+        action + _still_waiting(view),
+        conflicts_with=others,
         paths=paths,
         url=run.url,
     )
+
+
+def _sibling_conflict(view: PrReportView, others: tuple[int, ...], where: str) -> tuple[str, str]:
+    """A conflict with PRs this one does not depend on (nor they on it: they merged first in
+    the series): merging their heads in would make an independent PR depend on unmerged work,
+    so the choices are to declare the dependency or to let one land first."""
+    stack = view.stack_integration
+    alone = (
+        f"; on its own it merges cleanly onto `{stack.base_ref}`"
+        if stack is not None and stack.status in ("clean", "resolved")
+        else ""
+    )
+    named = _prs(others)
+    summary = (
+        f"with {named}{where} in the series run: a sibling conflict, neither PR depends on the "
+        f"other{alone}"
+    )
+    first = others[0]
+    action = (
+        f"either declare the dependency with `/stackbot depends-on #{first}` (this PR is then "
+        f"integrated and tested on top of {named}), or wait until one of #{view.pr.number} and "
+        f"{named} lands and rebase the other onto `{stack.base_ref if stack else 'main'}` then"
+    )
+    return summary, action
+
+
+def _still_waiting(view: PrReportView) -> str:
+    """What the conflict must not hide: that this head is not approved for testing yet."""
+    if view.approval.kind != "waiting":
+        return ""
+    sha = view.head_sha[:7]
+    return f"; this head also waits for a vetter to comment `/ok to test {sha}`"
 
 
 def _blocked(view: PrReportView) -> Verdict | None:
@@ -246,11 +278,11 @@ def _from_tests(view: PrReportView) -> Verdict:
     trouble = [row for row, state in states if state == "job-trouble"]
     if trouble:
         row = trouble[0]
-        summary = f"{row.label} ended {row.status} without a usable result" + (
+        summary = f"{row.shown} ended {row.status} without a usable result" + (
             f" ({row.error})" if row.error else ""
         )
         if row.status == "infra" and row.retry_note:
-            summary = f"{row.label} has {note_text(row.retry_note)}"  # each attempt's machine
+            summary = f"{row.shown} has {note_text(row.retry_note)}"  # each attempt's machine
         return Verdict(
             VerdictKind.ERROR,
             summary,
@@ -262,7 +294,7 @@ def _from_tests(view: PrReportView) -> Verdict:
         done = len(rows) - len(running)
         return Verdict(
             VerdictKind.TESTING,
-            f"{done} of {len(rows)} test jobs finished; {running[0].label} {running[0].status}",
+            f"{done} of {len(rows)} test jobs finished; {running[0].shown} {running[0].status}",
             "nothing to do yet: this updates itself",
         )
     pre_existing = tuple(
@@ -284,8 +316,9 @@ def _from_tests(view: PrReportView) -> Verdict:
         series = view.series_integration
         commit = view.series_tested_commit or (series.commit if series else None) or ""
         where = f"the series integration `{commit[:7]}`"
-    passing = f"{len(rows)} test job{'s pass' if len(rows) != 1 else ' passes'}"
-    return Verdict(VerdictKind.READY, f"{passing} on {where}" + series_note, "nothing to do")
+    return Verdict(
+        VerdictKind.READY, f"integrated and tested on {where}" + series_note, "nothing to do"
+    )
 
 
 def _series_failures(view: PrReportView) -> str:
@@ -310,14 +343,14 @@ def _new_failures(rows: list[TestRow]) -> Verdict:
         if comparison is not None:
             failing.extend(n for n in comparison.newly_fail + comparison.failing_new)
     unique = tuple(dict.fromkeys(failing))
-    labels = ", ".join(row.label for row in rows)
+    labels = ", ".join(row.shown for row in rows)
     if unique:
         files = tuple(dict.fromkeys(nodeid.split("::")[0] for nodeid in unique))
         names = tuple(nodeid.split("::")[-1] for nodeid in unique)
         summary = (
             f"{_code(names)} fail{'s' if len(unique) == 1 else ''} in {labels} and pass on main"
         )
-        log = f"; log: {rows[0].url}#log" if rows[0].url else ""
+        log = f"; [log]({rows[0].url}#log)" if rows[0].url else ""
         action = f"fix {_code(files)}{log}"
     else:
         summary = f"more failures than main in {labels} (a rank crashed or a test errored)"
