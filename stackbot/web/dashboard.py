@@ -29,9 +29,13 @@ TEMPLATES.env.globals["slug"] = readmodel.series_slug
 
 
 def _ticks(text: str) -> Markup:
-    """A verdict's words as HTML: escaped, with its `code spans` as <code>."""
+    """A verdict's words as HTML: escaped, with its `code spans` as <code> and its Markdown
+    links (``[log](/jobs/7#log)``, to a page or an http(s) URL) as links."""
     escaped = str(escape(text))
-    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+    coded = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return Markup(
+        re.sub(r"\[([^\]]+)\]\(((?:/|https?://)[^)\s\"]*)\)", r'<a href="\2">\1</a>', coded)
+    )
 
 
 TEMPLATES.env.filters["ticks"] = _ticks

@@ -102,3 +102,35 @@ def test_no_external_assets(client: TestClient, engine: Engine) -> None:
         assert "https://" not in html
     assert client.get("/static/style.css").status_code == 200
     assert client.get("/static/live.js").status_code == 200
+
+
+def test_a_pulls_page_says_in_words_what_it_waits_for_and_links_the_series_run(
+    client: TestClient, engine: Engine
+) -> None:
+    """Issue 27: a PR left out of the series run links that run and says why; a trusted author
+    is not "approved by" anyone; edge sources are words, not `depends_on`."""
+    from sqlmodel import Session, select
+
+    from stackbot.db.models import Approval
+
+    seed_series(engine, prs=4)
+    with Session(engine) as session:
+        approval = session.exec(select(Approval).where(Approval.pr_number == 8034)).one()
+        approval.kind, approval.vetter = "trusted", "bob"
+        session.add(approval)
+        session.commit()
+    series_run = client.get("/api/series/6307").json()["series_run"]["id"]
+    left_out = _text(client.get("/pulls/8035").text)
+    assert f"Series #6307 · run {series_run} : this PR was left out: it conflicts with #8034" in (
+        left_out
+    )
+    assert f'href="/runs/{series_run}"' in client.get("/pulls/8035").text
+    assert "No jobs yet" not in left_out and "nothing is tested while this PR is in conflict" in (
+        left_out
+    )
+    trusted = _text(client.get("/pulls/8034").text)
+    assert "trusted author bob: tested without waiting for a vetter" in trusted
+    assert "approved by bob" not in trusted and "trusted " + "1" not in trusted
+    assert "depends_on" not in left_out and "“Depends on”" in left_out
+    waiting = _text(client.get("/pulls/8036").text)
+    assert "waiting for a vetter to comment /ok to test" in waiting

@@ -81,6 +81,12 @@ def test_8050_shows_no_result_of_a_tree_without_it(demo: DemoRun) -> None:
     series_run = pull["verdict"]["url"]
     assert series_run and runs["stackbot/integration"]["details_url"].endswith(series_run)
     assert _api(demo, series_run)["kind"] == "series"
+    # its page links that series run and says what its tests wait for
+    page = httpx.get(f"{demo.url}/pulls/8050", timeout=10).text
+    assert (
+        f'href="{series_run}"' in page and "this PR was left out: it conflicts with #8035" in page
+    )
+    assert "No jobs yet" not in page and "waits for a vetter to comment /ok to test" in page
     assert runs["stackbot/approval"]["status"] != "completed"  # pending: a vetter is needed
     assert sorted(runs) == ["stackbot/approval", "stackbot/integration"]  # no test results
     assert pull["tests"] == []
