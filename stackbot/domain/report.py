@@ -31,7 +31,7 @@ from stackbot.domain.report_view import (
     StepView,
     TestRow,
 )
-from stackbot.domain.verdict import decide, in_tree, step_of
+from stackbot.domain.verdict import VerdictKind, decide, in_tree, step_of
 
 MARKER = "<!-- stackbot:report v1 -->"
 
@@ -70,8 +70,10 @@ def _join(blocks: list[str]) -> str:
 
 
 def _sections(view: PrReportView, failures: list[FailureLine]) -> list[str]:
+    # A closed PR's or an unapproved head's verdict already says what the approval line would.
+    said = decide(view).kind in (VerdictKind.CLOSED, VerdictKind.NEEDS_APPROVAL)
     return [
-        _approval(view),
+        "" if said else _approval(view),
         _integration(view),
         render_failure_groups(failures),
         _tests(view),

@@ -110,13 +110,14 @@ def _row_lines(
     if state == "job-trouble":
         why = f": {row.error}" if row.error else ""
         if row.status in _TROUBLE:
-            text = f"⚠️ {on} ended {row.status}{why}{links}"
+            text = f"⚠️ {on}: no result ({row.status}){why}{links}"
             lines.append(FailureLine("infra", text))
         else:
             text = f"❌ {on} ended {row.status} without a usable result{why}{links}"
             lines.append(FailureLine("new", text))
     elif row.retry_note:
-        lines.append(FailureLine("infra", f"{retry_line(row)} ({on})", counted=False))
+        note = retry_line(row).removeprefix("🔁 ")
+        lines.append(FailureLine("infra", f"🔁 {on}: {note}", counted=False))
     return lines
 
 

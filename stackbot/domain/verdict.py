@@ -167,8 +167,16 @@ def _conflict(view: PrReportView, run: IntegrationView, step: StepView) -> Verdi
         summary, action = _sibling_conflict(view, others, where)
     elif others:
         summary = f"with {_prs(others)}{where} ({which})"
-        heads = f"#{others[0]}'s head" if len(others) == 1 else f"the heads of {_prs(others)}"
+        mine = tuple(n for n in others if n in depends_on)
+        heads = f"#{mine[0]}'s head" if len(mine) == 1 else f"the heads of {_prs(mine)}"
         action = f"merge {heads} into this branch and resolve"
+        siblings = tuple(n for n in others if n not in depends_on)
+        if siblings:  # merging their heads would make this PR depend on them: the choices
+            action += (
+                f"; {_prs(siblings)} {'is' if len(siblings) == 1 else 'are'} not a dependency "
+                f"(a sibling conflict): declare one with `/stackbot depends-on #{siblings[0]}`, "
+                "or let one side land first and rebase the other then"
+            )
     else:
         summary = f"with `{run.base_ref}`{where} ({which})"
         action = f"merge `{run.base_ref}` into this branch and resolve"

@@ -241,7 +241,7 @@ def test_views_built_from_the_database_publish(pipeline: Pipeline) -> None:
     # no jobs yet: only the pending stackbot/approval of each PR
     assert counts.comments_created == 3 and counts.checks_created == 3
     body = pipeline.stickies(numbers[0])[0].body
-    assert f"waiting for a vetter to comment `/ok to test {pipeline.head(numbers[0])[:7]}`" in body
+    assert f"a vetter must comment `/ok to test {pipeline.head(numbers[0])[:7]}`" in body
     assert f"http://stackbot.test/pulls/{numbers[0]}" in body
 
 
