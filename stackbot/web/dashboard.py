@@ -17,7 +17,13 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
 from stackbot.db import integration_store
-from stackbot.domain.graph_layout import GraphEdge, dependency_depths, edge_words
+from stackbot.domain.graph_layout import (
+    GraphEdge,
+    dependency_depths,
+    edge_words,
+    problem_words,
+    purpose_words,
+)
 from stackbot.web import pages, readmodel
 from stackbot.web.joblogs import tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
@@ -39,6 +45,8 @@ def _ticks(text: str) -> Markup:
 
 
 TEMPLATES.env.filters["ticks"] = _ticks
+TEMPLATES.env.filters["problem_words"] = problem_words
+TEMPLATES.env.filters["purpose_words"] = purpose_words
 
 
 def _pair_paths(matrix: dict[str, Any], a: int, b: int) -> list[str]:
