@@ -337,7 +337,8 @@ class Progress:
             self.stream.write("\r\033[K")
             self.stream.flush()
         self.say(line)
-        self.last_key = ""
+        if self.live:  # redrawn below the event; in a pipe it is said again only on change
+            self.last_key = ""
 
     def end(self) -> None:
         if self.live and self.last_key:
@@ -358,7 +359,7 @@ def progress_line(
         what = f"jobs {done}/{len(jobs)} finished"
         if not busy:
             return what, what
-        line = f"{what}; stackbot is {busy_words(busy)}"
+        line = f"{what}; stackbot is busy: {busy_words(busy)}"
         # A long stretch of tasks and no job (a queue draining) still says so every 30 s.
         return f"{what} busy {int(now.timestamp()) // 30}", line
     job = running[0]

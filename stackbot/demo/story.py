@@ -26,21 +26,27 @@ TASK_WORDS = {
     "sync_pull": "reading the PRs",
     "check_base": "checking base branches",
     "integrate": "integrating",
-    "series_conflicts": "looking for conflicts between PRs",
+    "conflict_matrix": "looking for conflicts between PRs",
+    "retest": "retesting",
+    "retarget_children": "retargeting PRs",
+    "restack_pr": "restacking a PR",
+    "port_pr": "porting a PR",
     "base_moved": "following main",
     "pr_command": "answering commands",
     "poll_jobs": "watching the test jobs",
     "report": "posting reports",
     "reconcile": "catching up with GitHub",
-    "retarget": "retargeting PRs",
     "maintenance": "maintenance",
 }
 
 
 def busy_words(kinds: Iterable[str]) -> str:
-    """``integrating, posting reports`` for the busy tasks' kinds, each named once."""
-    words = dict.fromkeys(TASK_WORDS.get(kind, "other work") for kind in sorted(kinds))
-    return ", ".join(words)
+    """``integrating, posting reports`` for the busy tasks' kinds, each named once, in the
+    order of the pipeline (at most three, then "…")."""
+    order = {kind: n for n, kind in enumerate(TASK_WORDS)}
+    known = sorted(set(kinds), key=lambda kind: order.get(kind, len(order)))
+    words = list(dict.fromkeys(TASK_WORDS.get(kind, "other work") for kind in known))
+    return ", ".join(words[:3]) + (", …" if len(words) > 3 else "")
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class Story:
 
     def __init__(self) -> None:
         self.told: set[tuple[Any, ...]] = set()
+        self.resolved: dict[int, bool] = {}
 
     def _new(self, key: tuple[Any, ...]) -> bool:
         if key in self.told:
@@ -111,7 +118,7 @@ class Story:
                 lines.append(f"stackbot answered on #{pr}: {_first_sentence(body)}")
         for run in runs:
             if run.status not in _UNFINISHED and self._new(("run", run.id)):
-                lines.extend(_run_lines(run))
+                lines.extend(_run_lines(run, self.resolved))
         for job in jobs:
             if job.status in _FINISHED_JOBS and self._new(("job", job.id)):
                 lines.append(_job_line(job))
@@ -124,7 +131,9 @@ def _first_sentence(body: str) -> str:
     return text if end < 0 else text[: end + 1]
 
 
-def _run_lines(run: RunFacts) -> list[str]:
+def _run_lines(run: RunFacts, resolved: dict[int, bool]) -> list[str]:
+    """The run's outcome, and what its steps found (a PR's regenerated allowlist is told the
+    first time only: every later run of its stack resolves it the same way)."""
     if run.kind == "series":
         what = f"the series {run.series_key or ''}".rstrip()
     else:
@@ -135,7 +144,8 @@ def _run_lines(run: RunFacts) -> list[str]:
         return [f"{head}: failed ({run.error or 'no reason recorded'})"]
     lines = [f"{head}: {_STATUS_WORDS.get(run.status, run.status)}"]
     for step in run.steps:
-        if step.outcome == "resolved" and step.resolved_files:
+        if step.outcome == "resolved" and step.resolved_files and not resolved.get(step.pr):
+            resolved[step.pr] = True
             files = ", ".join(step.resolved_files)
             lines.append(
                 f"  the conflict of #{step.pr} in the generated {files} was resolved: "

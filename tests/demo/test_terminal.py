@@ -50,7 +50,7 @@ def test_the_progress_line_names_the_job_its_tree_and_its_seconds() -> None:
 def test_between_jobs_the_line_says_what_stackbot_does_in_words() -> None:
     key, line = progress_line([_job(1, "passed")], {}, ["report", "sync_pull", "report"], NOW)
     assert key.startswith("jobs 1/1 finished busy ")
-    assert line == "jobs 1/1 finished; stackbot is posting reports, reading the PRs"
+    assert line == "jobs 1/1 finished; stackbot is busy: reading the PRs, posting reports"
     assert "sync_pull" not in line and "tasks" not in line
 
 
@@ -94,6 +94,11 @@ def test_the_story_tells_each_event_once_in_its_own_words() -> None:
         jobs=[JobFacts(4, "amax-group", "2x4", "passed", "the series #6307", {"passed": 11})],
     )
     assert again == ["tested amax-group 2x4 on the series #6307: passed (11 passed)"]
+    # a later run of a stack holding #8035 resolves its allowlist the same way: not told again
+    stack = RunFacts(7, "stack", "resolved", "main", target_pr=8748, steps=series.steps[:2])
+    assert story.update(runs=[stack]) == [
+        "integrated #8748's stack (2 PRs) onto main: merges, with a generated file regenerated"
+    ]
 
 
 def test_each_pr_gets_one_summary_line_from_its_comment() -> None:
@@ -119,6 +124,18 @@ def test_a_story_line_clears_the_live_progress_line_first() -> None:
     assert stream.getvalue().endswith("job 1/3: amax-group 1x4, 4 s")
 
 
+def test_in_a_pipe_a_story_line_does_not_repeat_the_progress_line() -> None:
+    said: list[str] = []
+    progress = Progress(said.append, stream=io.StringIO())
+    progress.show("jobs 0/0", "jobs 0/0 finished; stackbot is busy: integrating")
+    progress.event("maintainer-p approved #8748 at 7a162bc for testing")
+    progress.show("jobs 0/0", "jobs 0/0 finished; stackbot is busy: integrating")
+    assert said == [
+        "jobs 0/0 finished; stackbot is busy: integrating",
+        "maintainer-p approved #8748 at 7a162bc for testing",
+    ]
+
+
 def test_a_queue_draining_without_jobs_says_so_every_30_s_in_a_pipe() -> None:
     said: list[str] = []
     progress = Progress(said.append, stream=io.StringIO())
@@ -128,7 +145,9 @@ def test_a_queue_draining_without_jobs_says_so_every_30_s_in_a_pipe() -> None:
             *progress_line([], {}, ["process_delivery"], start + timedelta(seconds=seconds))
         )
     assert len(said) == 3, said  # 0-29 s, 30-59 s, 60-89 s
-    assert all(line == "jobs 0/0 finished; stackbot is reading GitHub's events" for line in said)
+    assert all(
+        line == "jobs 0/0 finished; stackbot is busy: reading GitHub's events" for line in said
+    )
 
 
 def test_in_a_pipe_the_line_is_printed_again_only_when_what_runs_changes() -> None:
