@@ -38,6 +38,7 @@ from stackbot.db.models._columns import utcnow
 from stackbot.demo import scenario
 from stackbot.demo.story import JobFacts, RunFacts, StepFacts, Story, busy_words, pr_summary
 from stackbot.domain.report import MARKER
+from stackbot.domain.report_view import test_set_words
 from stackbot.standin import StandinServer
 from stackbot.web.app import create_app
 from stackbot.worker.handlers import service_registry
@@ -363,7 +364,8 @@ def progress_line(
         # A long stretch of tasks and no job (a queue draining) still says so every 30 s.
         return f"{what} busy {int(now.timestamp()) // 30}", line
     job = running[0]
-    what = f"job {done + 1}/{len(jobs)}: {job.test_set} {job.shape} for {_tree_of(job, runs)}"
+    set_name = test_set_words(job.test_set)
+    what = f"job {done + 1}/{len(jobs)}: {set_name} {job.shape} for {_tree_of(job, runs)}"
     if len(running) > 1:
         what += f" (+{len(running) - 1} more running)"
     seconds = (now - _aware(job.started_at)).total_seconds() if job.started_at else 0.0
