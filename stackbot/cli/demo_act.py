@@ -12,6 +12,7 @@ PR's author), so the head moves and an approval of the old head no longer holds.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from typing import Any
@@ -69,6 +70,7 @@ class Refused(Exception):
 
 
 def act(args: argparse.Namespace) -> int:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line of ours, not its requests
     standin = f"http://127.0.0.1:{args.port + 1}"
     try:
         with httpx.Client(base_url=standin, timeout=30) as client:

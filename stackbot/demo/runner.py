@@ -537,7 +537,7 @@ def print_try_it(port: int, heads: dict[int, str]) -> None:
         f'  stackbot demo comment 8050 "/ok to test {heads.get(8050, "")[:7]}" --as '
         f"{scenario.VETTER}{flag}\n"
         f"  stackbot demo push 8748 --as {scenario.OUTSIDER}{flag}\n"
-        f'  stackbot demo comment 8748 "/stackbot status" --as {scenario.OUTSIDER}{flag}\n\n'
+        f'  stackbot demo comment 8748 "/stackbot status" --as {scenario.VETTER}{flag}\n\n'
     )
     sys.stdout.flush()
 

@@ -264,7 +264,7 @@ def _allowlist(allowlist: AllowlistView | None) -> str:
         folded = _details("stale entries dropped", quiet) if quiet else ""
         return "\n".join([f"**{summary}**", *loud]) + folded
     if not quiet:
-        return f"{summary}, regenerated on the merged tree: no entry added or dropped."
+        return f"{summary}, regenerated on the merged tree."
     return _details(summary, quiet).strip()
 
 

@@ -103,7 +103,7 @@ def test_a_comment_from_the_cli_gets_stackbots_answer(demo: DemoRun) -> None:
                 "8748",
                 "/stackbot status",
                 "--as",
-                "contributor-z",
+                "maintainer-p",  # a vetter: contributor-z's one answer on #8748 was its refusal
                 "--port",
                 str(port),
             ]
