@@ -207,6 +207,8 @@ def pull_detail(
         ),
         "no_tests": _no_tests_words(row, pr.head_sha, bool(series_tests)),
         "approval_words": _approval_words(approvals, pr.head_sha),
+        # a pill does not wrap: one or two words; the sentence beside it does
+        "approval_pill": _approval_pill(approvals, pr.head_sha),
         "approvals": [
             {
                 "sha": a.sha,
@@ -259,6 +261,13 @@ def _no_tests_words(row: PullRow, head_sha: str, series_tested: bool) -> str:
     if verdict is not None and verdict.kind.slug in ("conflict", "blocked"):
         return f"No jobs: nothing is tested while this PR is in {verdict.label} (see above)."
     return "No jobs yet: integrating, then the test jobs are created."
+
+
+def _approval_pill(approvals: Iterable[Any], head_sha: str) -> str:
+    current = next((a for a in approvals if a.sha == head_sha), None)
+    if current is None:
+        return "waiting"
+    return "trusted author" if current.kind == "trusted" else "approved"
 
 
 def _approval_words(approvals: Iterable[Any], head_sha: str) -> str:
