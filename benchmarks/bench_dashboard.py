@@ -12,7 +12,7 @@ after a write that moves the clock (``--computed`` requests, each after its own 
 is computed from the database).
 
     python benchmarks/bench_dashboard.py [--prs 60] [--jobs 500] [--requests 200]
-        [--computed 20] [--sqlite-only | --database-url URL] [--json]
+        [--computed 20] [--sqlite-only | --database-url URL] [--paths PATH ...] [--json]
 
 Issue 16's goal: p95 under 50 ms for /series/{key} with 500 PRs and 5,000 jobs.
 """
@@ -120,6 +120,8 @@ def run(url: str, label: str, args: argparse.Namespace, tmp: Path) -> dict[str, 
         f"/pulls/{deep}",
         f"/api/pulls/{deep}",
     ]
+    if args.paths:
+        paths = [path for path in paths if path in args.paths]
     pages: dict[str, dict[str, float]] = {}
     with TestClient(app) as client:
         base = timings(client, "/healthz", args.requests)
@@ -185,6 +187,12 @@ def main() -> None:
         help="run on this (empty) database instead of SQLite plus a fresh local PostgreSQL",
     )
     parser.add_argument("--sqlite-only", action="store_true", help="skip PostgreSQL")
+    parser.add_argument(
+        "--paths",
+        nargs="+",
+        metavar="PATH",
+        help="time only these of the pages (e.g. /series/6307: issue 27's computed figure)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     results = []

@@ -28,7 +28,7 @@ from sqlmodel import Session, col, select
 from gpu_jobs.executors.base import JobHandle, JobState, PoolBusy
 from gpu_jobs.result import Counts, TestResult
 from gpu_jobs.spec import JobResult, JobSpec
-from gpu_jobs.testsets import TestSet, load_test_sets
+from gpu_jobs.testsets import TestSet, load_own_tests, load_test_sets, own_test_set_pr
 from stackbot.config import Settings
 from stackbot.db import jobs_store
 from stackbot.db.engine import session_scope
@@ -37,7 +37,7 @@ from stackbot.domain.pipeline import PrState
 from stackbot.domain.tasks import FollowUp, PollJobs, Report
 from stackbot.domain.types import PrNumber
 from stackbot.services import jobs as job_service
-from stackbot.services import poll_jobs
+from stackbot.services import poll_jobs, quarantine
 from stackbot.services.integrate import plan_tested_runs, test_runs
 from stackbot.services.resources import WorkerResources
 from stackbot.taskqueue import TaskRegistry, queue
@@ -68,6 +68,7 @@ class Injected:
     flaky_at: Sequence[int] = ()  # test_flaky_K fails on the first run of a tree holding PR K
     broken_nodes: Sequence[str] = ()  # every job placed there is infra
     broken_on_main: bool = False  # test_broken_on_main fails in every tree, main's too
+    fixed: Sequence[int] = ()  # test_flaky_K of these K passes from now on
 
 
 @dataclass
@@ -103,6 +104,8 @@ class TimingExecutor:
             raise PoolBusy(f"{len(free)} free nodes, {spec.shape.nodes} needed")
         nodes = tuple(free[: spec.shape.nodes])
         duration = DURATION_S.get((spec.test_set, str(spec.shape)), 600.0)
+        if own_test_set_pr(spec.test_set) is not None:  # a PR's own files: minutes per file
+            duration = self.sim.own_test_minutes * 60.0 * max(1, len(spec.targets))
         infra = any(n in self.sim.injected.broken_nodes for n in nodes)
         if infra:
             duration = 60.0  # the node check fails before any test runs
@@ -146,7 +149,9 @@ class TimingExecutor:
         config = (spec.test_set, str(spec.shape))
         key = (run.layer_tree, *config)
         self.runs_of_tree[key] = self.runs_of_tree.get(key, 0) + 1
-        outcomes = self.sim.outcomes(run.layer_tree, config, first=self.runs_of_tree[key] == 1)
+        outcomes = self.sim.outcomes(
+            run.layer_tree, config, first=self.runs_of_tree[key] == 1, targets=spec.targets
+        )
         tests = tuple(
             TestResult(nodeid, outcome, 1.0, {0: outcome}) for nodeid, outcome in outcomes.items()
         )
@@ -195,7 +200,11 @@ class Simulation:
         conflicting: Iterable[int] = (),
         nodes: int = 8,
         test_sets: Sequence[str] = ("amax-group", "blockwise-recipe"),
+        own_test_minutes: float | None = None,
     ) -> None:
+        """``own_test_minutes``: each PR of the chain adds one own test file
+        (``tests/unit_tests/test_pr_N.py``) that takes that many simulated minutes per job
+        (None: no own test files)."""
         self.engine, self.settings = engine, settings
         self.prs = prs
         self.injected = injected or Injected()
@@ -203,6 +212,12 @@ class Simulation:
         self.versions = {n: 1 for n in range(1, prs + 1 + len(self.conflicting))}
         self.now = 0.0
         self.tree_of_commit: dict[str, Tree] = {BASE_SHA: frozenset()}
+        self.own_test_minutes = own_test_minutes or 0.0
+        self.own = load_own_tests() if own_test_minutes is not None else None
+        # Main: its commit and what it holds (a landed PR's version); PRs still open.
+        self.base_sha = BASE_SHA
+        self.landed: Tree = frozenset()
+        self.open_chain = list(range(1, prs + 1))
         self.sets = load_test_sets()
         self.requests = job_service.job_requests(self.sets, settings, test_sets)
         self.executor = TimingExecutor(self, tuple(f"gpu-{i:02d}" for i in range(nodes)))
@@ -211,6 +226,8 @@ class Simulation:
         registry.add_task(Report, lambda ctx, task: None)  # reports are not what is measured
         resources = _Resources(settings, self.executor, self.sets)
         self.worker = Worker(engine, settings, registry, resources=resources)
+        # Quarantine windows and release streaks are read on the simulated clock.
+        quarantine.clock = lambda: EPOCH + timedelta(seconds=self.now)
         with session_scope(engine) as session:
             repo = Repository(full_name="NVIDIA/Megatron-LM", clone_url="sim://megatron")
             session.add(repo)
@@ -225,20 +242,31 @@ class Simulation:
 
     # -- the model of trees and tests --------------------------------------------------------
 
-    def outcomes(self, tree: Tree, config: tuple[str, str], *, first: bool) -> dict[str, str]:
+    def outcomes(
+        self,
+        tree: Tree,
+        config: tuple[str, str],
+        *,
+        first: bool,
+        targets: Sequence[str] = (),
+    ) -> dict[str, str]:
+        if own_test_set_pr(config[0]) is not None:  # a PR's own test files pass
+            return {f"{target}::test_ok": "passed" for target in targets}
         tests = {f"tests/unit_tests/test_{config[0]}.py::test_ok": "passed"}
         if config != FAILING_CONFIG:
             return tests
         merged = {pr for pr, _ in tree}
         if self.injected.broken_on_main:
             tests["tests/unit_tests/test_main.py::test_broken_on_main"] = "failed"
+        # The injected tests exist on main (passing): PR K breaks them, it does not add them
+        # (a test main lacks is new, and a new test's failure is never rerun).
         for k in self.injected.fail_at:
-            if k in merged:
-                tests[f"tests/unit_tests/test_layer_{k}.py::test_fail_{k}"] = "failed"
+            outcome = "failed" if k in merged else "passed"
+            tests[f"tests/unit_tests/test_layer_{k}.py::test_fail_{k}"] = outcome
         for k in self.injected.flaky_at:
-            if k in merged:
-                outcome = "failed" if first else "passed"
-                tests[f"tests/unit_tests/test_layer_{k}.py::test_flaky_{k}"] = outcome
+            fails = k in merged and first and k not in self.injected.fixed
+            outcome = "failed" if fails else "passed"
+            tests[f"tests/unit_tests/test_layer_{k}.py::test_flaky_{k}"] = outcome
         return tests
 
     def _tree(self, merged: Tree) -> tuple[str, str]:
@@ -253,14 +281,14 @@ class Simulation:
         integrate makes (a stack per PR and the series), the jobs the policy gives them."""
         if pr is not None:
             self.versions[pr] += 1
-        chain = list(range(1, self.prs + 1))
+        chain = list(self.open_chain)
         loners = list(range(self.prs + 1, self.prs + 1 + len(self.conflicting)))
         series_order = chain + loners
         with session_scope(self.engine) as session:
             series_id = self._run(session, "series", series_order, None)
             stacks = {}
-            for k in chain:
-                stacks[k] = self._run(session, "stack", chain[:k], k)
+            for index, k in enumerate(chain, 1):
+                stacks[k] = self._run(session, "stack", chain[:index], k)
             for k in loners:
                 stacks[k] = self._run(session, "stack", [k], k)
         made = [*stacks.values(), series_id]
@@ -268,19 +296,30 @@ class Simulation:
             n: PrState(PrNumber(n), self._head(n), True, frozenset({self._head(n)}))
             for n in self.versions
         }
-        untested = test_runs(self.engine, self.settings, made, self.requests, states)
+        untested = test_runs(self.engine, self.settings, made, self.requests, states, own=self.own)
         tested = [r for r in made if r not in untested]
         with session_scope(self.engine) as session:
             job_service.create_baseline_jobs(
                 session,
                 repo_id=self.repo_id,
                 base_ref="main",
-                base_sha=BASE_SHA,
-                base_tree=_sha("tree", []),
+                base_sha=self.base_sha,
+                base_tree=_sha("tree", sorted(self.landed)) if self.landed else _sha("tree", []),
                 requests=self.requests,
             )
         plan_tested_runs(self.engine, self.settings, tested)
         return PushResult(series_id, stacks)
+
+    def land(self, pr: int) -> PushResult:
+        """PR ``pr`` (the chain's first open PR) lands by a squash merge: main's new commit
+        holds that PR's version (and nothing else: main has not otherwise moved); the PRs
+        above it are integrated again on the new main."""
+        assert self.open_chain and self.open_chain[0] == pr, "land the bottom of the chain"
+        self.landed = self.landed | {(pr, self.versions[pr])}
+        self.base_sha = _sha("main", sorted(self.landed))
+        self.tree_of_commit[self.base_sha] = self.landed
+        self.open_chain = self.open_chain[1:]
+        return self.push()
 
     def _head(self, n: int) -> str:
         return _sha("head", n, self.versions[n])
@@ -290,7 +329,7 @@ class Simulation:
         merged: set[tuple[int, int]] = set()
         heads = {str(n): self._head(n) for n in order}
         name = f"pr-{target}" if kind == "stack" else "series-6307"
-        # A run identical to a stored one (same kind, name and heads) is not made again.
+        # A run identical to a stored one (same kind, name, heads and base) is not made again.
         same = session.exec(
             select(IntegrationRun).where(
                 IntegrationRun.repo_id == self.repo_id,
@@ -299,7 +338,7 @@ class Simulation:
             )
         ).all()
         for run in same:
-            if run.heads == heads and run.id is not None:
+            if run.heads == heads and run.base_sha == self.base_sha and run.id is not None:
                 return run.id
         run = IntegrationRun(
             repo_id=self.repo_id,
@@ -308,14 +347,15 @@ class Simulation:
             series_key=SERIES,
             target_pr=target,
             base_ref="main",
-            base_sha=BASE_SHA,
+            base_sha=self.base_sha,
             status="clean",
             heads=heads,
         )
         session.add(run)
         session.flush()
         assert run.id is not None
-        tree_sha, commit = self._tree(frozenset())
+        merged |= self.landed
+        tree_sha, commit = self._tree(frozenset(merged))
         for position, n in enumerate(order, 1):
             conflicts = kind == "series" and n in loners
             if not conflicts:
@@ -332,6 +372,15 @@ class Simulation:
                     commit=commit,
                     conflicts=[{"path": "megatron/core/x.py", "type": "content"}]
                     if conflicts
+                    else [],
+                    own_test_files=[
+                        {
+                            "path": f"tests/unit_tests/test_pr_{n}.py",
+                            "status": "added",
+                            "on_main": False,
+                        }
+                    ]
+                    if self.own is not None and n not in loners
                     else [],
                 )
             )

@@ -31,6 +31,10 @@ class Judged:
     short_of_ranks: Mapping[str, tuple[int, tuple[str, ...]]] = field(default_factory=dict)
 
 
+# How the message of a test run on fewer ranks than it needs starts (its failure is not judged).
+NOT_JUDGED = "not judged:"
+
+
 def apply_conventions(spec: JobSpec, merged: MergedTests) -> Judged:
     tolerated_markers = frozenset(spec.tolerated_markers)
     tests: list[TestResult] = []
@@ -49,7 +53,7 @@ def apply_conventions(spec: JobSpec, merged: MergedTests) -> Judged:
             tolerated.append(test.nodeid)
         elif needs is not None:
             target, ranks = needs
-            note = f"not judged: {target} needs {ranks} ranks, this job has {world}"
+            note = f"{NOT_JUDGED} {target} needs {ranks} ranks, this job has {world}"
             tests.append(replace(test, outcome="error", message=_noted(note, test.message)))
             short.setdefault(target, (ranks, []))[1].append(test.nodeid)
         else:

@@ -42,6 +42,8 @@ class NodeReport:
     setup_s: float = 0.0
     interrupted: bool = False
     logs: dict[str, str] = field(default_factory=dict)
+    # What the node runs tests with (gpu_jobs.environment): part of the result's key.
+    environment: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = vars(self).copy()
@@ -72,6 +74,7 @@ class NodeReport:
             setup_s=float(data.get("setup_s", 0.0)),
             interrupted=bool(data.get("interrupted", False)),
             logs=dict(data.get("logs", {})),
+            environment={str(k): str(v) for k, v in dict(data.get("environment", {})).items()},
         )
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal, cast, get_args
 from gpu_jobs import __version__
 from gpu_jobs._fields import ContractError, FieldReader, choice, loads_json, parse_version
 
-RESULT_SCHEMA_VERSION = "1.1"
+RESULT_SCHEMA_VERSION = "1.2"
 _RESULT_VERSION = parse_version(RESULT_SCHEMA_VERSION, "schema_version", 1)
 
 JobStatus = Literal["passed", "failed", "error", "timeout", "infra", "cancelled"]
@@ -23,8 +23,10 @@ JobStatus = Literal["passed", "failed", "error", "timeout", "infra", "cancelled"
 # ``flaky``, ``flaky_in_dev``): reported, never counted as a failure.
 Outcome = Literal["passed", "failed", "error", "skipped", "flaky"]
 # Whose error an ``error`` or ``infra`` status is: "tree" (pytest could not collect or load the
-# tree's tests, or a rank raised before any result), "node" (the machine), "" when not known.
-ErrorOf = Literal["", "tree", "node"]
+# tree's tests, or a rank raised before any result), "node" (the machine), "configuration"
+# (1.2: a target ran on fewer ranks than it needs, so its failures are not judged: the shape is
+# wrong, never the tree), "" when not known.
+ErrorOf = Literal["", "tree", "node", "configuration"]
 NodeCheck = Literal["passed", "failed", "skipped"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
@@ -185,6 +187,9 @@ class JobResult:
     # be imported, a collection error, a usage error), and whose error the status is.
     cause: str = ""
     error_of: ErrorOf = ""
+    # 1.2: what the nodes ran the tests with (gpu_jobs.environment: python, torch, cuda, image),
+    # part of the result's key: a result is reused only for the same environment.
+    environment: dict[str, str] = field(default_factory=dict)
     runner_version: str = __version__
     schema_version: str = RESULT_SCHEMA_VERSION
 
@@ -225,6 +230,7 @@ class JobResult:
             "finished_at": self.finished_at,
             "cause": self.cause,
             "error_of": self.error_of,
+            "environment": dict(sorted(self.environment.items())),
             "runner_version": self.runner_version,
         }
 
@@ -304,6 +310,7 @@ class JobResult:
             finished_at=r.text("finished_at", ""),
             cause=r.text("cause", ""),
             error_of=cast(ErrorOf, choice(r.text("error_of", ""), get_args(ErrorOf), "error_of")),
+            environment=r.text_map("environment"),
             runner_version=r.text("runner_version", ""),
         )
         if not stored and version <= _RESULT_VERSION:

@@ -22,6 +22,7 @@ from typing import TextIO
 
 from gpu_jobs import checkout, node_prep
 from gpu_jobs.causes import find_cause, rank_output
+from gpu_jobs.environment import runner_environment
 from gpu_jobs.junit import describe_ranks, junit_path, merge_ranks, read_rank_report
 from gpu_jobs.launch import launch_env, runner_import_dir, torchrun_argv, with_python_path
 from gpu_jobs.nodes import (
@@ -162,6 +163,7 @@ class _NodeRun:
             node_name=options.placement.node_name,
             ranks=ranks,
             logs={f"runner-node{self.node_rank}": say.path.name},
+            environment=runner_environment(),
         )
 
     def run(self) -> NodeReport:

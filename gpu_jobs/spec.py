@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from gpu_jobs._fields import ContractError, FieldReader, choice, loads_json, parse_version
+from gpu_jobs.infra_signatures import InfraSignature, parse_signatures
 from gpu_jobs.result import (
     JOB_STATUSES,
     OUTCOME_SEVERITY,
@@ -32,7 +33,7 @@ from gpu_jobs.result import (
     worst_outcome,
 )
 
-SPEC_SCHEMA_VERSION = "1.2"
+SPEC_SCHEMA_VERSION = "1.3"
 _SPEC_VERSION = parse_version(SPEC_SCHEMA_VERSION, "schema_version", 1)
 
 Device = Literal["auto", "cuda", "cpu"]
@@ -161,6 +162,9 @@ class JobSpec:
     # Nodes the job must not run on (1.2): an infra failure is retried elsewhere (Slurm's
     # ``--exclude``; the local executor runs on this host only and ignores it).
     exclude_nodes: tuple[str, ...] = ()
+    # Infrastructure signatures (1.3, gpu_jobs.infra_signatures): output lines that make a
+    # failed job ``infra``. None (a spec from before 1.3): the node's built-in list.
+    infra_signatures: tuple[InfraSignature, ...] | None = None
     schema_version: str = SPEC_SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -229,6 +233,9 @@ class JobSpec:
             "tolerated_markers": list(self.tolerated_markers),
             "min_world_size": dict(self.min_world_size),
             "exclude_nodes": list(self.exclude_nodes),
+            "infra_signatures": None
+            if self.infra_signatures is None
+            else [s.to_dict() for s in self.infra_signatures],
         }
 
     def to_json(self) -> str:
@@ -259,6 +266,9 @@ class JobSpec:
             tolerated_markers=r.texts("tolerated_markers"),
             min_world_size=r.count_map("min_world_size"),
             exclude_nodes=r.texts("exclude_nodes"),
+            infra_signatures=None
+            if r.raw("infra_signatures") is None
+            else parse_signatures(r.objects("infra_signatures")),
         )
         if version <= _SPEC_VERSION:
             r.refuse_unknown()

@@ -6,13 +6,16 @@ names the file and the field, e.g. ``stackbot-tests.toml: test_sets.amax-group.s
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from gpu_jobs._fields import ContractError, FieldReader, parse_version
+from gpu_jobs.infra_signatures import InfraSignature, combine, parse_signatures
 from gpu_jobs.spec import JobSpec, LauncherOptions, Shape, check_conventions, target_contains
 
 BUILTIN_TEST_SETS = Path(__file__).with_name("testsets.toml")
@@ -21,7 +24,7 @@ _KNOWN_KEYS = {"description", "shapes", "timeout_s", "megatron_targets", "refere
 _KNOWN_KEYS |= {"env", "container_image", "setup_commands"}
 _KNOWN_KEYS |= {"markers", "tolerated_markers", "min_world_size"}
 _OWN_KEYS = {"roots", "default_shapes", "rules", "timeout_s", "env", "container_image"}
-_OWN_KEYS |= {"setup_commands", "markers", "tolerated_markers"}
+_OWN_KEYS |= {"setup_commands", "markers", "tolerated_markers", "min_world_size"}
 # The test-set name of a PR's own test files: ``own:8035`` (see :class:`OwnTests`).
 OWN_PREFIX = "own:"
 
@@ -56,6 +59,8 @@ class TestSet:
     markers: str | None = None
     tolerated_markers: tuple[str, ...] = ()
     min_world_size: dict[str, int] = field(default_factory=dict)
+    # The file's infrastructure signatures (gpu_jobs.infra_signatures); None: the built-in list.
+    infra_signatures: tuple[InfraSignature, ...] | None = None
 
     def conventions(self) -> dict[str, object]:
         """The conventions that are set (what makes two jobs of this test set differ, beside
@@ -110,6 +115,7 @@ class TestSet:
             tolerated_markers=self.tolerated_markers,
             min_world_size=dict(self.min_world_size),
             exclude_nodes=exclude_nodes,
+            infra_signatures=self.infra_signatures,
         )
 
 
@@ -141,6 +147,10 @@ class OwnTests:
     setup_commands: tuple[str, ...] = ()
     markers: str | None = None
     tolerated_markers: tuple[str, ...] = ()
+    # { "TARGET" = RANKS }: files under a target written for that many ranks (Megatron's unit
+    # tests: 8). Such a file runs only on shapes with at least that many ranks (see shapes_for).
+    min_world_size: dict[str, int] = field(default_factory=dict)
+    infra_signatures: tuple[InfraSignature, ...] | None = None
 
     def is_test_file(self, path: str) -> bool:
         """A pytest file (``test_*.py`` or ``*_test.py``) under one of the roots."""
@@ -150,10 +160,25 @@ class OwnTests:
         return any(path.startswith(root.rstrip("/") + "/") for root in self.roots)
 
     def shapes_for(self, path: str) -> tuple[Shape, ...]:
-        for rule in self.rules:
-            if rule.matches(path):
-                return rule.shapes
-        return self.default_shapes
+        """The shapes ``path`` runs on: its rule's (else the default ones) that have the ranks
+        its tests need; when none has, the smallest shape of that many ranks on the widest
+        nodes those shapes use (8 ranks on 4-GPU nodes: 2x4; on 8-GPU nodes: 1x8). A file is
+        never run on fewer ranks than it needs."""
+        shapes = next((rule.shapes for rule in self.rules if rule.matches(path)), None)
+        shapes = shapes or self.default_shapes
+        needs = self.ranks_needed(path)
+        if needs is None:
+            return shapes
+        enough = tuple(shape for shape in shapes if shape.world_size >= needs)
+        if enough:
+            return enough
+        gpus = max(shape.gpus_per_node for shape in shapes)
+        return (Shape(-(-needs // gpus), gpus),)
+
+    def ranks_needed(self, path: str) -> int | None:
+        """The ranks the tests of ``path`` need (the largest of the targets holding it)."""
+        found = [n for target, n in self.min_world_size.items() if target_contains(target, path)]
+        return max(found) if found else None
 
     def test_set(self, pr: int, targets: tuple[str, ...], shape: Shape | str) -> TestSet:
         """The test set of PR ``pr``'s own files ``targets`` on ``shape``."""
@@ -170,6 +195,8 @@ class OwnTests:
             description=f"the test files #{pr} adds or modifies",
             markers=self.markers,
             tolerated_markers=self.tolerated_markers,
+            min_world_size=dict(self.min_world_size),
+            infra_signatures=self.infra_signatures,
         )
 
 
@@ -230,7 +257,10 @@ def parse_own_tests(text: str, path: Path) -> OwnTests | None:
     if data.get("own_tests") is None:
         return None
     try:
-        return _own_tests(data["own_tests"])
+        own = _own_tests(data["own_tests"])
+        return dataclasses.replace(own, infra_signatures=_file_signatures(data, path))
+    except TestSetError:
+        raise
     except ContractError as exc:
         raise TestSetError(path, exc.field, exc.problem) from None
 
@@ -258,7 +288,8 @@ def _own_tests(body: Any) -> OwnTests:
     if timeout_s <= 0:
         raise ContractError(r.name("timeout_s"), "must be positive")
     markers, tolerated = r.opt_text("markers"), r.texts("tolerated_markers")
-    check_conventions(markers, tolerated, {}, "own_tests.")
+    min_world_size = r.count_map("min_world_size")
+    check_conventions(markers, tolerated, min_world_size, "own_tests.")
     return OwnTests(
         roots=tuple(root.strip("/") for root in roots),
         default_shapes=defaults,
@@ -269,6 +300,7 @@ def _own_tests(body: Any) -> OwnTests:
         setup_commands=r.texts("setup_commands"),
         markers=markers,
         tolerated_markers=tolerated,
+        min_world_size=min_world_size,
     )
 
 
@@ -304,10 +336,16 @@ def parse_test_sets(text: str, path: Path) -> dict[str, TestSet]:
         parse_version(root.text("schema_version", "1.0"), "schema_version", 1)
         sets_table = root.raw("test_sets")
         root.raw("own_tests")  # read by parse_own_tests
+        root.raw("infra_signatures")  # read by _file_signatures
+        root.raw("disabled_infra_signatures")
         if not isinstance(sets_table, dict) or not sets_table:
             raise ContractError("test_sets", "needs at least one [test_sets.NAME] table")
+        signatures = _file_signatures(data, path)
         root.refuse_unknown()
-        return {name: _test_set(name, body) for name, body in sets_table.items()}
+        return {
+            name: dataclasses.replace(_test_set(name, body), infra_signatures=signatures)
+            for name, body in sets_table.items()
+        }
     except TestSetError:
         raise
     except ContractError as exc:
@@ -352,6 +390,34 @@ def _test_set(name: str, body: Any) -> TestSet:
         tolerated_markers=tolerated,
         min_world_size=min_world_size,
     )
+
+
+def _file_signatures(data: dict[str, Any], path: Path) -> tuple[InfraSignature, ...]:
+    """The built-in infrastructure signatures extended by this file's ``[[infra_signatures]]``,
+    less its ``disabled_infra_signatures``."""
+    root = FieldReader(data)
+    own = parse_signatures(root.objects("infra_signatures"))
+    disabled = root.texts("disabled_infra_signatures")
+    builtin = () if _is_builtin(path) else builtin_infra_signatures()
+    return combine(builtin, own, disabled)
+
+
+def _is_builtin(path: Path) -> bool:
+    try:
+        return path.resolve() == BUILTIN_TEST_SETS.resolve()
+    except OSError:
+        return False
+
+
+@cache
+def builtin_infra_signatures() -> tuple[InfraSignature, ...]:
+    """The built-in file's infrastructure signatures (Megatron-LM's, and the rest)."""
+    path = BUILTIN_TEST_SETS
+    data = _parse_toml(path.read_text(encoding="utf-8"), path)
+    try:
+        return _file_signatures(data, path)
+    except ContractError as exc:
+        raise TestSetError(path, exc.field, exc.problem) from None
 
 
 def _parse_toml(text: str, path: Path) -> dict[str, Any]:

@@ -10,7 +10,11 @@ result, the lines of its output naming the error: an error of the tree, not the 
 collected (``error``, with pytest's closing line); failures only of targets that need more
 ranks than the job has (``error``, saying so); a test that failed or errored on any rank
 (``failed``); otherwise ``passed`` (naming tolerated flaky tests). The test set's conventions
-are applied to the merged outcomes first (:mod:`gpu_jobs.conventions`).
+are applied to the merged outcomes first (:mod:`gpu_jobs.conventions`). A ``failed`` or
+``timeout`` job, or an ``error`` one whose ranks crashed or hung, whose ranks' output holds an
+infrastructure signature (:mod:`gpu_jobs.infra_signatures`: NCCL timeouts, Xid and ECC errors,
+CUDA out of memory on an otherwise passing test, ...) is ``infra`` instead, the matched line
+its ``cause``.
 
 A rank is *lost* (issue 13: "a rank lost" is infra, whenever it happens) when
 
@@ -42,11 +46,13 @@ from pathlib import Path
 
 from gpu_jobs.causes import PYTEST_EXITS, Cause, find_cause, no_tests_summary, rank_output
 from gpu_jobs.conventions import (
+    NOT_JUDGED,
     Judged,
     apply_conventions,
     short_of_ranks_message,
     tolerated_message,
 )
+from gpu_jobs.infra_signatures import find_signature
 from gpu_jobs.junit import (
     MergedTests,
     RankReport,
@@ -59,6 +65,7 @@ from gpu_jobs.nodes import NodeReport, read_reports, write_atomic
 from gpu_jobs.phase import PhaseWatch
 from gpu_jobs.result import ErrorOf
 from gpu_jobs.spec import Counts, Durations, JobResult, JobSpec, JobStatus, NodeCheck
+from gpu_jobs.testsets import builtin_infra_signatures
 
 # pytest's exit statuses that mean "the session ran": ok, tests failed, nothing collected.
 _SESSION_RAN = (0, 1, 5)
@@ -110,6 +117,10 @@ def decide(
     fate = _rank_fate(present, {r for r, rep in rank_reports.items() if rep is not None})
     _read_causes(spec, out_dir, present, fate)
     verdict = _status(spec, present, absent, judged, fate, out_dir)
+    if verdict.status in ("failed", "timeout") or (
+        verdict.status == "error" and (fate.crashed or fate.hung)
+    ):
+        verdict = _infra_signature(spec, verdict, present, out_dir, merged)
     first = next(iter(present.values()), None)
     result = JobResult(
         job_id=spec.job_id,
@@ -132,6 +143,7 @@ def decide(
         logs=_logs(present, rank_reports, tests_dir, out_dir),
         started_at=started_at,
         finished_at=finished_at,
+        environment=dict(first.environment) if first else {},
     )
     return result.uncounted() if result.status == "infra" else result
 
@@ -191,8 +203,8 @@ def _status(
     bad = [
         t for t in merged.tests if t.outcome in ("failed", "error") and t.nodeid not in not_judged
     ]
-    if not bad and short:
-        return JobVerdict("error", short, "tree")
+    if not bad and short:  # not judged: the shape, not the tree, is what is wrong
+        return JobVerdict("error", short, "configuration")
     if bad:
         message = (
             f"{len(bad)} of {merged.counts.total} tests failed or errored on ranks "
@@ -210,6 +222,41 @@ def _status(
     if first.missing_targets:
         notes.append(f"{len(first.missing_targets)} target(s) absent from the tree and not run")
     return JobVerdict("passed", "; ".join(filter(None, notes)))
+
+
+def _infra_signature(
+    spec: JobSpec,
+    verdict: JobVerdict,
+    present: Mapping[int, NodeReport],
+    out_dir: Path,
+    merged: MergedTests,
+) -> JobVerdict:
+    """``infra`` when a rank's output holds an infrastructure signature (the spec's list, else
+    the node's built-in one): the machine failed, so the failures are not the tree's."""
+    signatures = spec.infra_signatures
+    if signatures is None:
+        signatures = builtin_infra_signatures()
+    if not signatures:
+        return verdict
+    gpus = spec.shape.gpus_per_node
+    lines: dict[int, list[str]] = {}
+    for rank in range(spec.shape.world_size):
+        report = present.get(rank // gpus)
+        if report is not None and report.tests is not None:
+            log = out_dir / report.tests.log
+            lines[rank] = rank_output(out_dir / "tests", log, rank // gpus, rank % gpus)
+    failing = [
+        t.message
+        for t in merged.tests
+        if t.outcome in ("failed", "error") and not t.message.startswith(NOT_JUDGED)
+    ]
+    found = find_signature(lines, signatures, failing)
+    if found is None:
+        return verdict
+    message = (
+        f"{found.message()}; the machine failed, not the tests: not counted ({verdict.message})"
+    )
+    return JobVerdict("infra", message, "node", found.excerpt)
 
 
 def _nothing_collected(

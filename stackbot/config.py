@@ -98,6 +98,20 @@ class MaintenanceSettings(BaseModel):
     lock_wait_s: float = Field(default=30.0, ge=0)
 
 
+class LandingSettings(BaseModel):
+    """``/stackbot land``: how PRs are merged and how often a waiting landing looks again."""
+
+    # The merge button's method per repository (``{"NVIDIA/Megatron-LM": "squash"}``); others
+    # use ``merge_method``.
+    merge_methods: dict[str, Literal["merge", "squash", "rebase"]] = Field(default_factory=dict)
+    merge_method: Literal["merge", "squash", "rebase"] = "merge"
+    # How long a landing waiting for its tree's tests waits before it looks again.
+    recheck_s: float = Field(default=30.0, gt=0)
+
+    def method_for(self, repo: str) -> str:
+        return self.merge_methods.get(repo, self.merge_method)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="STACKBOT_",
@@ -137,6 +151,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
     vetting: VettingSettings = Field(default_factory=VettingSettings)
+    landing: LandingSettings = Field(default_factory=LandingSettings)
 
     # Paths the repository regenerates rather than merges.
     generated_files: list[str] = Field(default_factory=lambda: [DEFAULT_ALLOWLIST_PATH])
@@ -167,6 +182,13 @@ class Settings(BaseSettings):
     # An infra result (node check failed, a rank lost, a node failure, a timeout before any
     # test ran) is retried on another node this many times; never counted as a test result.
     infra_retries: int = Field(default=2, ge=0, le=10)
+    # Quarantine (issue 26; the defaults are argued in stackbot/domain/quarantine.py): a test
+    # seen flaky this many times within the window is quarantined for its repository; released
+    # after this many consecutive clean runs; expires after this many days unless renewed.
+    quarantine_flaky_count: int = Field(default=3, ge=1, le=100)
+    quarantine_window_days: int = Field(default=14, ge=1, le=365)
+    quarantine_release_after: int = Field(default=30, ge=1, le=10_000)
+    quarantine_expiry_days: int = Field(default=30, ge=1, le=365)
     # Bases a PR must not be merged into (shell patterns): Megatron-LM's CI mirror branches,
     # which a child may be stacked on while its parent is vetted. Such a PR gets a failing
     # `stackbot/base` check and one comment asking to retarget it before merging.

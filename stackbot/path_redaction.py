@@ -43,9 +43,7 @@ class PathRedactor:
         ordered = sorted(spellings, key=len, reverse=True)
         self._placeholders = spellings
         self._pattern = (
-            re.compile("|".join(f"(?:{re.escape(form)}){_END}" for form in ordered))
-            if ordered
-            else None
+            re.compile("|".join(_form_pattern(form) for form in ordered)) if ordered else None
         )
 
     @classmethod
@@ -67,8 +65,12 @@ class PathRedactor:
         if self._pattern is None or not text:
             return text
         if markup:
-            return self._pattern.sub(lambda m: html.escape(self._placeholders[m.group(0)]), text)
-        return self._pattern.sub(lambda m: self._placeholders[m.group(0)], text)
+            return self._pattern.sub(lambda m: html.escape(self._placeholder(m)), text)
+        return self._pattern.sub(self._placeholder, text)
+
+    def _placeholder(self, match: re.Match[str]) -> str:
+        found = match.group(0)
+        return self._placeholders.get(found) or self._placeholders[found.removeprefix("./")]
 
     def redact_value(self, value: Any) -> Any:
         """The same rewrite through the strings of a JSON-like value (dicts, lists)."""
@@ -81,13 +83,30 @@ class PathRedactor:
         return value
 
 
+def _form_pattern(form: str) -> str:
+    """A spelling as a pattern: a relative one only where no path goes on before it (so that
+    ``data/demo/stackbot`` is not found inside ``tests/data/demo/stackbot``), with its ``./``."""
+    start = "" if form.startswith("/") else r"(?<![A-Za-z0-9_.\-/])(?:\./)?"
+    return f"{start}(?:{re.escape(form)}){_END}"
+
+
 def _spellings(directory: Path | str) -> set[str]:
     """The ways a directory appears in text: as configured, absolute, resolved (symlinks such
-    as /tmp → /private/tmp), and each of those as HTML and JSON write it. A relative spelling
-    is left out: "data" alone would match ordinary words."""
+    as /tmp → /private/tmp), relative to the working directory (``data/demo/stackbot``: a
+    demo run with ``STACKBOT_DATA_DIR=data`` logs its mirrors so), and each of those as HTML
+    and JSON write it. A relative spelling of one component is left out: "data" alone would
+    match ordinary words."""
     raw = os.fspath(directory).rstrip("/") or "/"
     forms = {os.path.abspath(raw)}
     with contextlib.suppress(OSError, RuntimeError):
         forms.add(str(Path(raw).resolve()))
+    relative = {raw} if not raw.startswith("/") else set()
+    with contextlib.suppress(ValueError):
+        relative.add(os.path.relpath(os.path.abspath(raw)))
+    forms |= {
+        form.removeprefix("./")
+        for form in relative
+        if not form.startswith("..") and "/" in form.removeprefix("./")
+    }
     escaped = {html.escape(form) for form in forms} | {json.dumps(form)[1:-1] for form in forms}
     return {form for form in forms | escaped if form}

@@ -62,11 +62,12 @@ class ChecksNotPermitted(GitHubForbidden):
 
 
 class GitHubRejected(Permanent, GitHubError):
-    """400/409/410/422: GitHub refused the request as it stands."""
+    """400/405/409/422: GitHub refused the request as it stands; ``detail`` is its message."""
 
     def __init__(self, operation: str, status: int | None, detail: str) -> None:
         super().__init__(_message(operation, status, detail))
         self.operation, self.status = operation, status
+        self.detail = redact(detail)
 
 
 class GitHubRateLimited(RetryLater, GitHubError):

@@ -11,7 +11,8 @@ from sqlmodel import Session, col, select
 from stackbot.db.models import IntegrationRun, Job, TestFinding
 from stackbot.domain.flaky import FlakyFindingFacts, FlakyTest, JobFacts, flaky_tests
 
-FLAKY = "flaky"
+# A flake of a quarantined test is classed ``quarantined``: the same event, listed too.
+FLAKY_CLASSES = ("flaky", "quarantined")
 
 
 def series_flaky_tests(session: Session, *, repo_id: int, series_key: str) -> list[FlakyTest]:
@@ -21,7 +22,7 @@ def series_flaky_tests(session: Session, *, repo_id: int, series_key: str) -> li
         .join(IntegrationRun, col(TestFinding.run_id) == col(IntegrationRun.id))
         .where(col(IntegrationRun.repo_id) == repo_id)
         .where(col(IntegrationRun.series_key) == series_key)
-        .where(col(TestFinding.failure_class) == FLAKY)
+        .where(col(TestFinding.failure_class).in_(FLAKY_CLASSES))
     ).all()
     findings = [
         FlakyFindingFacts(

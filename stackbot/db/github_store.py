@@ -317,6 +317,7 @@ def add_approval(
     vetter: str,
     kind: str,
     comment_id: int | None = None,
+    carried_from: str | None = None,
 ) -> bool:
     """Store an approval of one commit; False (and nothing written) if it was already there."""
     if find_approval(session, repo_id=repo_id, pr_number=pr_number, sha=sha) is not None:
@@ -328,6 +329,7 @@ def add_approval(
         vetter=vetter,
         kind=kind,
         comment_id=comment_id,
+        carried_from=carried_from,
     )
     try:
         with session.begin_nested():  # a concurrent worker may have stored it first

@@ -44,22 +44,27 @@ def jobs_of_runs(session: Session, *, run_ids: Sequence[int]) -> list[Job]:
 
 
 def baseline_job_exists(session: Session, *, commit_sha: str, config_hash: str) -> bool:
-    """Whether the base commit has a job of this configuration whose outcome counts."""
+    """Whether the base commit has a job of this configuration whose outcome counts (and was
+    obtained in today's runner environment, or is still to run)."""
     found = session.exec(
-        select(Job.id).where(
+        select(Job)
+        .where(
             Job.kind == "baseline",
             Job.commit_sha == commit_sha,
             Job.config_hash == config_hash,
             col(Job.status).not_in(list(NOT_REUSABLE_STATES)),
         )
-    ).first()
-    return found is not None
+        .order_by(col(Job.id).desc())
+    ).all()
+    now = current_environment(session, config_hash=config_hash)
+    return any(same_environment(job, now) for job in found)
 
 
 def reusable_job(session: Session, *, tree: str, config_hash: str, attempt: int = 1) -> Job | None:
     """The newest original job (never a copy) on ``tree`` with this configuration whose
-    outcome counts; ``attempt`` 2 is a confirming rerun (never the first run's own job)."""
-    return session.exec(
+    outcome counts and whose runner environment is today's (:func:`current_environment`);
+    ``attempt`` 2 is a confirming rerun (never the first run's own job)."""
+    found = session.exec(
         select(Job)
         .where(
             Job.tree_sha == tree,
@@ -69,7 +74,34 @@ def reusable_job(session: Session, *, tree: str, config_hash: str, attempt: int 
             col(Job.status).not_in(list(NOT_REUSABLE_STATES)),
         )
         .order_by(col(Job.id).desc())
+    ).all()
+    now = current_environment(session, config_hash=config_hash)
+    return next((job for job in found if same_environment(job, now)), None)
+
+
+def current_environment(session: Session, *, config_hash: str) -> dict[str, str] | None:
+    """The runner environment jobs of this configuration run in now: the one the most recently
+    finished job of it reported (None: none reported one yet)."""
+    row = session.exec(
+        select(Job.runner_env)
+        .where(
+            Job.config_hash == config_hash,
+            col(Job.reused_from_job_id).is_(None),
+            col(Job.runner_env).is_not(None),
+            col(Job.finished_at).is_not(None),
+        )
+        .order_by(col(Job.finished_at).desc(), col(Job.id).desc())
     ).first()
+    return dict(row) if row else None
+
+
+def same_environment(job: Job, now: dict[str, str] | None) -> bool:
+    """Whether ``job``'s result holds in the runner environment ``now``: a job still to run will
+    run there; a finished one must have reported that environment (one that reported none,
+    from before environments were reported, counts only while none is known)."""
+    if job.status not in FINISHED_STATES or now is None:
+        return True
+    return bool(job.runner_env) and dict(job.runner_env or {}) == now
 
 
 def finished_baselines(session: Session, *, repo_id: int, commit_sha: str) -> list[Job]:
@@ -216,10 +248,11 @@ def first_runs_on_trees(
     session: Session, *, trees: Sequence[str], config_hashes: Sequence[str]
 ) -> list[Job]:
     """First-attempt jobs (originals) on any of ``trees`` with any of the configurations,
-    finished or not, except those whose outcome says nothing about the tree."""
+    finished or not, except those whose outcome says nothing about the tree or was obtained in
+    another runner environment than today's."""
     if not trees or not config_hashes:
         return []
-    return list(
+    found = list(
         session.exec(
             select(Job)
             .where(
@@ -232,6 +265,9 @@ def first_runs_on_trees(
             .order_by(col(Job.id))
         )
     )
+    digests = set(config_hashes)
+    now = {digest: current_environment(session, config_hash=digest) for digest in digests}
+    return [job for job in found if same_environment(job, now[job.config_hash])]
 
 
 def baselines_on(session: Session, *, repo_id: int, commit_sha: str) -> list[Job]:

@@ -46,6 +46,8 @@ WATCHED = (
     "test_results",
     "test_findings",
     "maintenance_runs",
+    "quarantines",
+    "landings",
 )
 
 _EVENTS = ("insert", "update", "delete")

@@ -83,19 +83,67 @@ class Port:
 
 
 @dataclass(frozen=True)
+class TestAlone:
+    """``/stackbot test-alone`` (vetters): test the PR's own tree, main + its ancestors +
+    itself, which series-first testing leaves to the series tree (issue 24)."""
+
+    __test__ = False  # not a pytest class
+
+
+@dataclass(frozen=True)
+class QuarantineTest:
+    """``/stackbot quarantine <test>`` (maintainers): quarantine a test, or renew its
+    quarantine."""
+
+    nodeid: str
+
+
+@dataclass(frozen=True)
+class ReleaseTest:
+    """``/stackbot release <test>`` (maintainers): end a test's quarantine."""
+
+    nodeid: str
+
+
+@dataclass(frozen=True)
+class Land:
+    """``/stackbot land [#N]`` (vetters): land the series, or its prefix up to and including
+    #N; ``/stackbot land cancel`` (``cancel``) takes it out of the queue."""
+
+    up_to: int | None = None
+    cancel: bool = False
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A ``/stackbot`` line with a word stackbot does not know (answered with usage)."""
 
     text: str
 
 
-Command = OkToTest | Retest | Status | DependsOn | NoDependency | Restack | Port | Unknown
+Command = (
+    OkToTest
+    | Retest
+    | Status
+    | DependsOn
+    | NoDependency
+    | Restack
+    | Port
+    | TestAlone
+    | QuarantineTest
+    | ReleaseTest
+    | Land
+    | Unknown
+)
 
 USAGE = (
     "Commands: `/ok to test <sha>` (vetters: test this commit), "
     "`/stackbot retest [TEST_SET | own:N]` (vetters), `/stackbot status`, "
     "`/stackbot depends-on #N` and `/stackbot no-dependency #N` (the PR's author or vetters), "
-    "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters)."
+    "`/stackbot restack [--push]` (the author or a vetter), `/stackbot port <branch>` (vetters), "
+    "`/stackbot test-alone` (vetters: test this PR's own tree, without the PRs above it), "
+    "`/stackbot quarantine <test>` and `/stackbot release <test>` (maintainers), "
+    "`/stackbot land [#N]` and `/stackbot land cancel` (vetters)."
 )
 _PR_NUMBER = re.compile(r"#?(?P<number>[1-9]\d{0,9})")
 MAX_PR_NUMBER = 2**31 - 1
@@ -175,7 +223,39 @@ def _port(args: list[str], line: str) -> Command | None:
     return Port(branch=args[0]) if len(args) == 1 and _BRANCH.match(args[0]) else None
 
 
+def _land(args: list[str], line: str) -> Command | None:
+    if not args:
+        return Land()
+    if [a.lower() for a in args] == ["cancel"]:
+        return Land(cancel=True)
+    number = _parent(args)
+    return Land(up_to=number) if number is not None else None
+
+
+def _test_alone(args: list[str], line: str) -> Command | None:
+    return TestAlone() if not args else None
+
+
+# A pytest node id a maintainer may name: a test file path, then ::-separated names, with an
+# optional parameter id in brackets (plain characters only, so a reply can show it).
+_NODEID = re.compile(
+    r"^[A-Za-z0-9_./-]{1,400}\.py(::[A-Za-z0-9_]{1,200}){1,3}(\[[A-Za-z0-9_.,=+-]{0,200}\])?$"
+)
+
+
+def _quarantine(args: list[str], line: str) -> Command | None:
+    return QuarantineTest(args[0]) if len(args) == 1 and _NODEID.match(args[0]) else None
+
+
+def _release(args: list[str], line: str) -> Command | None:
+    return ReleaseTest(args[0]) if len(args) == 1 and _NODEID.match(args[0]) else None
+
+
 _VERBS: dict[str, Callable[[list[str], str], Command | None]] = {
+    "land": _land,
+    "test-alone": _test_alone,
+    "quarantine": _quarantine,
+    "release": _release,
     "retest": _retest,
     "status": _status,
     "depends-on": _depends_on,
@@ -188,6 +268,51 @@ _VERBS: dict[str, Callable[[list[str], str], Command | None]] = {
 def command_usage_reply() -> str:
     """The reply to an :class:`Unknown` command: a fixed text (never the command's words)."""
     return f"stackbot does not know that command. {USAGE}"
+
+
+def test_alone_refusal(commenter: str) -> str:
+    return (
+        f"@{commenter}, only vetters (write access, or listed as vetters in stackbot's "
+        "configuration) can ask for a test of this PR's own tree."
+    )
+
+
+def test_alone_reply(
+    number: int, *, tree: Sequence[int], commit: str | None, base_ref: str, waiting: str | None
+) -> str:
+    """The answer to a vetter's ``/stackbot test-alone``: which tree is tested (its PRs and
+    commit), or why it cannot be yet. ``tree`` is empty while the PR's current head is not
+    integrated; ``waiting`` says which PRs of it still need an approval."""
+    if not tree:
+        return (
+            f"#{number}'s current head is not integrated yet: ask again once its comment shows "
+            "its stack integration."
+        )
+    prs = ", ".join(f"#{n}" for n in tree)
+    what = f"#{number}'s own tree, {base_ref} + {prs}"
+    if commit is None:
+        return f"{what}, does not merge cleanly, so it cannot be tested: its comment says why."
+    if waiting is not None:
+        return f"{what}, cannot be tested yet: {waiting}."
+    return (
+        f"Testing {what} (`{commit[:7]}`), without the PRs above it: the configured test sets "
+        "and its own test files, reusing any result of an identical tree. Its comment and check "
+        "runs will name this tree."
+    )
+
+
+def quarantine_refusal(commenter: str) -> str:
+    return (
+        f"@{commenter}, only maintainers (write access to the repository) can quarantine or "
+        "release a test."
+    )
+
+
+def land_refusal(commenter: str) -> str:
+    return (
+        f"@{commenter}, only vetters (write access, or listed as vetters in stackbot's "
+        "configuration) can land a series."
+    )
 
 
 def retest_refusal(commenter: str) -> str:

@@ -184,3 +184,38 @@ PURPOSE_WORDS = {
 def purpose_words(purpose: str) -> str:
     """Why jobs ran, as a reader says it: ``tree`` → ``testing trees``."""
     return PURPOSE_WORDS.get(purpose, purpose.replace("_", " "))
+
+
+def stack_order(numbers: Sequence[int], edges: Sequence[GraphEdge]) -> list[tuple[int, int]]:
+    """The PRs as an indented tree, each ``(number, depth)``: every PR right under the parent
+    that sets its depth (its deepest parent; the later one in series order on a tie), after
+    that parent's earlier children, so a PR is never drawn indented under a PR it does not
+    depend on. Roots and the children of one PR keep the series order."""
+    depths = dependency_depths(numbers, edges)
+    position = {number: index for index, number in enumerate(numbers)}
+    parents: dict[int, set[int]] = defaultdict(set)
+    for edge in edges:
+        if edge.child in position and edge.parent in position and edge.child != edge.parent:
+            parents[edge.child].add(edge.parent)
+    children: dict[int, list[int]] = defaultdict(list)
+    roots = []
+    for number in numbers:
+        above = [p for p in parents.get(number, ()) if depths[p] == depths[number] - 1]
+        if depths[number] == 0 or not above:
+            roots.append(number)
+        else:
+            children[max(above, key=position.__getitem__)].append(number)
+    order: list[tuple[int, int]] = []
+    seen: set[int] = set()
+
+    def visit(number: int) -> None:
+        if number in seen:
+            return
+        seen.add(number)
+        order.append((number, depths[number]))
+        for child in children.get(number, ()):
+            visit(child)
+
+    for root in roots:
+        visit(root)
+    return order

@@ -118,3 +118,24 @@ class StackRecord:
     @property
     def numbers(self) -> tuple[PrNumber, ...]:
         return tuple(m.number for m in self.members)
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    """One review of a PR (``APPROVED``, ``CHANGES_REQUESTED``, ``COMMENTED``, ``DISMISSED``),
+    given on head ``commit_id``."""
+
+    author: str
+    state: str
+    commit_id: str
+
+
+@dataclass(frozen=True)
+class MergeRules:
+    """What a branch's protection asks of a PR before it merges (none when unprotected): these
+    check or status contexts passed on its head, this many approving reviews by people with
+    write access, counted on the current head only when stale approvals are dismissed."""
+
+    required_checks: tuple[str, ...] = ()
+    approvals: int = 0
+    dismiss_stale_reviews: bool = False

@@ -8,6 +8,7 @@ even when its database has forgotten the comment's id.
 
 from __future__ import annotations
 
+from stackbot.domain.approval_carry import carried_note
 from stackbot.domain.own_tests import render_own_tests
 from stackbot.domain.report_failures import (
     FailureLine,
@@ -75,7 +76,7 @@ def _sections(view: PrReportView, failures: list[FailureLine]) -> list[str]:
     return [
         "" if said else _approval(view),
         _integration(view),
-        render_failure_groups(failures),
+        render_failure_groups(failures, quarantine_url(view.url)),
         _tests(view),
         _allowlist(view.allowlist),
         _stack(view.stack),
@@ -90,6 +91,12 @@ def _approval(view: PrReportView) -> str:
             state += f", superseded by #{view.pr.superseded_by}"
         return f"This PR is {state}: stackbot no longer integrates or tests it."
     approval = view.approval
+    if approval.kind == "approved" and approval.carried_from:
+        return (
+            f"**Approval:** ✅ `{head}` approved by @{approval.by} — "
+            f"{carried_note(approval.carried_from)} (the PR's own commits are the approved ones, "
+            "on a new base)."
+        )
     if approval.kind == "approved":
         return f"**Approval:** ✅ `{head}` approved for testing by @{approval.by}."
     if approval.kind == "trusted":
@@ -100,7 +107,9 @@ def _approval(view: PrReportView) -> str:
     text = f"**Approval:** ⏳ not tested yet: waiting for a vetter to comment `/ok to test {head}`."
     if approval.earlier_sha:
         text += (
-            f" The approval of `{short(approval.earlier_sha)}` does not carry over to a new head."
+            f" The approval of `{short(approval.earlier_sha)}` does not carry over: the PR's own"
+            " patch is not the approved one (a restack or rebase that keeps each own commit's patch"
+            " and author carries it)."
         )
     return text
 
@@ -308,3 +317,11 @@ def _test_block(
     ]
     body = "\n\n".join(["\n".join(lines), *(block for block in own if block)])
     return _details(summary, [body]).strip()
+
+
+def quarantine_url(pr_url: str | None) -> str | None:
+    """The dashboard's quarantine page, beside the PR's page."""
+    if not pr_url or "://" not in pr_url:
+        return None
+    scheme, rest = pr_url.split("://", 1)
+    return f"{scheme}://{rest.split('/', 1)[0]}/quarantine"

@@ -1,9 +1,12 @@
-"""The check runs stackbot sets on a PR's head: one per test row, ``stackbot/integration``,
+"""The check runs stackbot sets on a PR's head: ``stackbot/tests: <test set> <shape>`` per test
+row of the tree the PR was tested in and ``stackbot/tests: own files`` for its own test files
+(on every PR that tree holds, naming the tree: issue 24), ``stackbot/integration``,
 ``stackbot/series-tests`` and ``stackbot/approval``, rendered from the same
 :class:`~stackbot.domain.report_view.PrReportView` as the sticky comment."""
 
 from __future__ import annotations
 
+from stackbot.domain.approval_carry import carried_note
 from stackbot.domain.report_failures import count_line
 from stackbot.domain.report_lines import (
     RUNNING_WORD,
@@ -20,8 +23,8 @@ from stackbot.domain.report_view import (
     Conclusion,
     PrReportView,
     TestRow,
-    test_set_words,
 )
+from stackbot.domain.tested_tree import TestedTree, is_landing_tree, tested_tree
 from stackbot.domain.verdict import Verdict, decide, row_state
 
 _CONCLUSION_ICON: dict[Conclusion, str] = {
@@ -44,6 +47,8 @@ def row_conclusion(row: TestRow) -> Conclusion | None:
         return "cancelled"
     if row.status == "infra":
         return "neutral"  # the machine failed, not the code: `/stackbot retest` runs it again
+    if row_state(row) == "not-judged":
+        return "neutral"  # too few ranks for its tests: the configuration, not the code
     comparison = row.comparison
     if comparison is None or row.status == "error":
         return "failure"
@@ -53,10 +58,20 @@ def row_conclusion(row: TestRow) -> Conclusion | None:
     return "failure" if comparison.regressed else "neutral"
 
 
+TESTS_CHECK_PREFIX = "stackbot/tests: "
+OWN_FILES_CHECK = TESTS_CHECK_PREFIX + "own files"
+OWN_SET_PREFIX = "own:"  # a PR's own test files run as the test set ``own:N``
+
+
 def check_run_name(test_set: str, shape: str) -> str:
-    """``stackbot / amax-group 2x4``; a PR's own test files: ``stackbot / #8034's own test
-    files 1x4``."""
-    return f"stackbot / {test_set_words(test_set)} {shape}"
+    """The stable name a repository can require: ``stackbot/tests: amax-group 1x4``."""
+    if test_set.startswith(OWN_SET_PREFIX):
+        return OWN_FILES_CHECK
+    return f"{TESTS_CHECK_PREFIX}{test_set} {shape}"
+
+
+def is_own_row(row: TestRow) -> bool:
+    return row.test_set.startswith(OWN_SET_PREFIX)
 
 
 INTEGRATION_CHECK = "stackbot/integration"
@@ -65,14 +80,32 @@ APPROVAL_CHECK = "stackbot/approval"
 
 
 def ordered_rows(view: PrReportView) -> tuple[TestRow, ...]:
-    """The PR's test rows, new failures first (GitHub's merge box lists check runs in the
-    order they were created)."""
-    order = {"new-failures": 0, "job-trouble": 1, "no-regressions": 2, "running": 3, "passed": 4}
-    return tuple(sorted(view.tests, key=lambda row: order[row_state(row)]))
+    """The test rows of the tree the PR was tested in (its stack's, else the series' that
+    holds it), new failures first (GitHub's merge box lists check runs in the order they were
+    created)."""
+    order = {
+        "new-failures": 0,
+        "job-trouble": 1,
+        "no-regressions": 2,
+        "not-judged": 3,
+        "running": 3,
+        "passed": 4,
+    }
+    tree = tested_tree(view)
+    rows = tree.rows if tree is not None else view.tests
+    return tuple(sorted(rows, key=lambda row: order[row_state(row)]))
+
+
+def _tree_row(view: PrReportView, test_set: str, shape: str) -> TestRow:
+    tree = tested_tree(view)
+    for row in tree.rows if tree is not None else ():
+        if (row.test_set, row.shape) == (test_set, shape):
+            return row
+    return view.row(test_set, shape)
 
 
 def render_check_run(view: PrReportView, test_set: str, shape: str) -> CheckRunContent:
-    row = view.row(test_set, shape)
+    row = _tree_row(view, test_set, shape)
     name = check_run_name(test_set, shape)
     if row.status in RUNNING_WORD:
         status: CheckStatus = "queued" if RUNNING_WORD[row.status] == "queued" else "in_progress"
@@ -115,9 +148,15 @@ def render_integration_check(view: PrReportView) -> CheckRunContent | None:
         title = f"integration error: {stack.error or 'no reason recorded'}"
         return CheckRunContent(INTEGRATION_CHECK, "completed", "failure", title[:1000], summary)
     title = f"merges onto {stack.base_ref} {short(stack.base_sha)} ({stack.status})"
-    if stack.commit:
+    tree = tested_tree(view)
+    if tree is not None and tree.kind == "series":
+        # The stack's own commit was not tested: name the commit the tests ran on.
+        title += f"; its tests ran on the series tree {short(tree.commit)}"
+        summary += f"\n- tests ran on {tree.describe()}"
+    elif stack.commit:
         title += f" as {short(stack.commit)}"
-    return CheckRunContent(INTEGRATION_CHECK, "completed", "success", title, summary)
+        title += ", the commit its tests ran on" if tree is not None else ""
+    return CheckRunContent(INTEGRATION_CHECK, "completed", "success", title[:1000], summary)
 
 
 def integration_details_url(view: PrReportView) -> str | None:
@@ -161,6 +200,10 @@ def render_series_tests_check(view: PrReportView) -> CheckRunContent | None:
     if any(f.failure_class == "pre-existing" for f in concerning):
         title = "no new failures: the failing tests also fail on main"
         return CheckRunContent(SERIES_TESTS_CHECK, "completed", "neutral", title, summary)
+    held = len({f.nodeid for f in concerning if f.failure_class == "quarantined"})
+    if held:
+        title = f"no counted failures: {held} quarantined test{plural_s(held)} failed (not counted)"
+        return CheckRunContent(SERIES_TESTS_CHECK, "completed", "success", title, summary)
     title = "no failures: flaky tests only (passed on a rerun)"
     return CheckRunContent(SERIES_TESTS_CHECK, "completed", "success", title, summary)
 
@@ -177,6 +220,8 @@ def render_approval_check(view: PrReportView) -> CheckRunContent:
         return CheckRunContent(APPROVAL_CHECK, "queued", None, title, summary)
     if approval.kind == "trusted":
         title = f"trusted author @{approval.by}: {head} is tested automatically"
+    elif approval.carried_from:
+        title = f"{head} approved by @{approval.by} ({carried_note(approval.carried_from)})"
     else:
         title = f"{head} approved by @{approval.by}"
     return CheckRunContent(APPROVAL_CHECK, "completed", "success", title, summary)
@@ -213,6 +258,7 @@ _ROW_TITLE = {
     "new-failures": "new failures",
     "job-trouble": "no usable result",
     "running": "running",
+    "not-judged": "not judged",
 }
 
 
@@ -240,10 +286,13 @@ def _check_summary(view: PrReportView, row: TestRow) -> str:
         "",
         f"{row.shown} for #{view.pr.number} at `{short(view.head_sha)}`",
     ]
-    if view.tested_commit:
+    tree = tested_tree(view)
+    if tree is not None:
+        lines.append(f"- tested on {tree.describe()}{_tree_note(view, tree)}")
+    elif view.tested_commit:
         lines.append(f"- integration commit: `{short(view.tested_commit)}`")
     if view.main_sha:
-        lines.append(f"- main: `{short(view.main_sha)}`")
+        lines.append(f"- compared with {_base_ref(tree)} `{short(view.main_sha)}`")
     lines.append(f"- result: {test_summary(row)}")
     if row.retry_note:
         lines.append(f"- attempts: {retry_line(row)}")
@@ -251,6 +300,67 @@ def _check_summary(view: PrReportView, row: TestRow) -> str:
         job = row.url.rsplit("/", 1)[-1]
         lines.append(f"- [job {job}]({row.url}) · [log]({row.url}#log)")
     return "\n".join(lines)
+
+
+def _base_ref(tree: TestedTree | None) -> str:
+    return tree.base_ref if tree is not None else "main"
+
+
+def _tree_note(view: PrReportView, tree: TestedTree) -> str:
+    if is_landing_tree(view, tree):
+        return " (the tree this PR lands in)"
+    return " (a larger tree than this PR's own: `/stackbot test-alone` tests that one)"
+
+
+def render_own_files_check(view: PrReportView, rows: tuple[TestRow, ...]) -> CheckRunContent:
+    """``stackbot/tests: own files``: the PR's own test files on every shape they ran on, in
+    one check run (its name holds no shape, so a repository can require it whatever shapes the
+    files need): in progress while one runs, else the worst of the rows' conclusions."""
+    verdict = decide(view)
+    lines = [
+        *_headline(view, verdict),
+        "",
+        f"#{view.pr.number}'s own test files at `{short(view.head_sha)}`",
+    ]
+    tree = tested_tree(view)
+    if tree is not None:
+        lines.append(f"- tested on {tree.describe()}{_tree_note(view, tree)}")
+    if view.main_sha:
+        lines.append(f"- compared with {_base_ref(tree)} `{short(view.main_sha)}`")
+    for row in rows:
+        lines.append(
+            f"- {row.shape}: {test_summary(row)}" + (f" ({row.url}#log)" if row.url else "")
+        )
+    summary = "\n".join(lines)
+    texts = [text for row in rows if (text := _check_text(row))]
+    text = "\n\n".join(texts) or None
+    running = [row for row in rows if row.status in RUNNING_WORD]
+    if running:
+        word = RUNNING_WORD[running[0].status]
+        status: CheckStatus = "queued" if word == "queued" else "in_progress"
+        return CheckRunContent(OWN_FILES_CHECK, status, None, word, summary, text)
+    conclusions = [_own_conclusion(view, row) for row in rows]
+    worst = min(conclusions, key=_SEVERITY.index) if conclusions else "neutral"
+    titles = [f"{row.shape}: {_title(row)}" for row in rows]
+    return CheckRunContent(
+        OWN_FILES_CHECK, "completed", worst, "; ".join(titles)[:1000], summary, text
+    )
+
+
+_SEVERITY: list[Conclusion] = [
+    "failure",
+    "timed_out",
+    "cancelled",
+    "action_required",
+    "neutral",
+    "success",
+]
+
+
+def _own_conclusion(view: PrReportView, row: TestRow) -> Conclusion:
+    if introduced_here(view, row.test_set, row.shape):
+        return "failure"
+    return row_conclusion(row) or "neutral"
 
 
 def _check_text(row: TestRow) -> str | None:

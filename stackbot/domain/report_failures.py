@@ -19,7 +19,7 @@ from stackbot.domain.report_lines import code_list, finding_line, plural_s, retr
 from stackbot.domain.report_view import FindingView, PrReportView, TestRow
 from stackbot.domain.verdict import in_tree, row_state, verdict_rows
 
-Group = Literal["new", "main", "flaky", "infra", "pending"]
+Group = Literal["new", "main", "flaky", "infra", "pending", "quarantined"]
 
 GROUPS: tuple[tuple[Group, str], ...] = (
     ("new", "**NEW FAILURE**: fails here, passes on main"),
@@ -27,6 +27,7 @@ GROUPS: tuple[tuple[Group, str], ...] = (
     ("main", "**FAILS ON MAIN TOO**: main's problem, not this PR's"),
     ("flaky", "**FLAKY**: failed, then passed on a rerun of the same tree"),
     ("infra", "**INFRA**: no usable result from the machine; the code is not to blame"),
+    ("quarantined", "**QUARANTINED**: failed, not counted (the test is quarantined)"),
 )
 _TROUBLE = frozenset({"infra", "timeout", "cancelled"})
 
@@ -127,6 +128,7 @@ _FINDING_GROUP: dict[str, Group] = {
     "flaky": "flaky",
     "suspect": "pending",
     "bisecting": "pending",
+    "quarantined": "quarantined",
 }
 
 
@@ -139,7 +141,8 @@ def _finding_line(view: PrReportView, finding: FindingView) -> FailureLine | Non
     if view.dashboard and jobs:
         url = f"{view.dashboard}/jobs/{jobs[0]}"
         text += f" [Log of job {jobs[0]}]({url}#log)."
-    return FailureLine(group, text, frozenset({finding.nodeid}))
+    counted = group != "quarantined"  # shown, never counted (issue 26)
+    return FailureLine(group, text, frozenset({finding.nodeid}), counted=counted)
 
 
 def _count(lines: list[FailureLine], group: Group, *, series_only: bool = False) -> int:
@@ -184,17 +187,31 @@ def count_line(view: PrReportView, lines: list[FailureLine] | None = None) -> st
         parts.append("✅ no failures")
     if flaky:
         parts.append(f"⚪ {flaky} flaky")
+    held = quarantined_count(lines)
+    if held:
+        parts.append(f"🔕 {held} quarantined (not counted)")
     running = len(rows) - len(finished)
     if running:
         parts.append(f"⏳ {running} of {len(rows)} test job{plural_s(len(rows))} still running")
     return " · ".join(parts)
 
 
-def render_failure_groups(lines: list[FailureLine]) -> str:
-    """The groups that have lines, each under its heading."""
+def quarantined_count(lines: list[FailureLine]) -> int:
+    """The quarantined tests that failed: shown, not counted."""
+    return len({n for line in lines if line.group == "quarantined" for n in line.tests})
+
+
+def render_failure_groups(lines: list[FailureLine], quarantine_page: str | None = None) -> str:
+    """The groups that have lines, each under its heading; the quarantined group's heading
+    says how many failed (not counted) and links the quarantine page."""
     blocks = []
     for group, heading in GROUPS:
         members = [line.text for line in lines if line.group == group]
+        if members and group == "quarantined":
+            held = quarantined_count(lines)
+            said = f"{held} quarantined test{plural_s(held)} failed (not counted)"
+            said = f"{said}: [quarantined tests]({quarantine_page})" if quarantine_page else said
+            heading = f"**QUARANTINED**: {said}"
         if members:
             blocks.append("\n".join([heading, *(f"- {text}" for text in members)]))
     return "\n\n".join(blocks)

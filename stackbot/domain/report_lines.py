@@ -47,6 +47,7 @@ _ROW_WORDS = {
     "new-failures": "new failures",
     "running": "",
     "job-trouble": "no usable result",
+    "not-judged": "not judged: run on fewer ranks than its tests need (the configuration, not the PR)",
 }
 
 
@@ -55,7 +56,7 @@ def test_line(row: TestRow) -> str:
     the verdict's colour for the row (🟡: fails only what main fails too)."""
     state = row_state(row)
     text = f"{ROW_ICON[state]} **{row.shown}**: {test_summary(row)}"
-    if state == "no-regressions":
+    if state in ("no-regressions", "not-judged"):
         text += f" — {_ROW_WORDS[state]}"
     return text + missing_note(row)
 
@@ -189,6 +190,14 @@ def finding_line(view: PrReportView, f: FindingView) -> str | None:
         else:
             runs = "failed, then passed on a rerun of the same tree"
         return f"⚪ flaky: {test} {runs}; not counted as a failure, attributed to no PR."
+    if f.failure_class == "quarantined":
+        runs = (
+            f"failed in {_jobs(f.failed_in)}, passed on a rerun of the same tree in "
+            f"{_jobs(f.passed_in)}"
+            if f.failed_in and f.passed_in
+            else "failed, then passed on a rerun of the same tree"
+        )
+        return f"🔕 quarantined: {test} {runs}; not counted (the test is quarantined)."
     if f.failure_class == "suspect":
         return f"⏳ {test} failed once: being confirmed by a rerun of the same tree."
     if f.failure_class == "bisecting":

@@ -46,6 +46,7 @@ class ApprovalView:
     kind: ApprovalKind
     by: str | None = None  # the vetter, or the trusted author
     earlier_sha: str | None = None  # an approved older head, whose approval does not carry over
+    carried_from: str | None = None  # the approved head whose approval carried (same patch)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class TestRow:
     reused_from: ReusedFrom | None = None
     url: str | None = None
     error: str | None = None
+    error_of: str = ""  # whose fault an error is (gpu_jobs' error_of): tree | node | configuration
     # When the row's job retries infra failures: every attempt, oldest first, the row's job last.
     attempts: tuple[Attempt, ...] = ()
     # Targets of the test set that the tested tree does not have (they ran nothing).

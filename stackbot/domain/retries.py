@@ -16,8 +16,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from stackbot.domain.infra_failures import signature_of
+
 INFRA = "infra"
 MAX_CAUSE = 60  # characters of an unrecognised infra message kept in the note
+MAX_SIGNATURE_LINE = 120  # characters of an infra signature's matched line kept in the note
 
 _RUNNING = frozenset({"queued", "starting", "submitted", "running"})
 # What the newest attempt did, as the note's first words.
@@ -111,6 +114,7 @@ def _node(attempt: Attempt) -> NotePart:
 _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), words)
     for pattern, words in (
+        (r"mass failure: (\d+ of \d+ tests failed at once)", r"\1"),
         (r"rank (\d+) was lost \((killed by \w+)\)", r"rank \1 lost, \2"),
         (r"rank (\d+) ended its tests but its JUnit report is missing", r"rank \1's report lost"),
         (r"timed out after \S+ during (\w+), before any test ran", r"timed out in \1, no test ran"),
@@ -136,6 +140,12 @@ def infra_cause(message: str | None) -> str:
     text = " ".join((message or "").split())
     if not text:
         return "no reason recorded"
+    signature = signature_of(text)
+    if signature is not None:  # the matched line itself, as the node found it
+        line = signature.line
+        if len(line) > MAX_SIGNATURE_LINE:
+            line = line[: MAX_SIGNATURE_LINE - 1].rstrip() + "…"
+        return f"{signature.name} {signature.where}: “{line}”"
     for pattern, words in _CAUSES:
         found = pattern.search(text)
         if found:

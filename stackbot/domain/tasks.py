@@ -46,6 +46,8 @@ class TaskKind(StrEnum):
     CHECK_BASE = "check_base"  # a PR's base must not be a CI mirror branch (pull-request/*)
     RESTACK_PR = "restack_pr"  # /stackbot restack: a PR's own commits replayed onto its base
     PORT_PR = "port_pr"  # /stackbot port <branch>: a faithful port of a PR onto a branch
+    TEST_ALONE = "test_alone"  # /stackbot test-alone: a PR's own stack tree tested
+    LAND = "land"  # /stackbot land: a landing waits for its tested tree, then merges bottom-up
 
 
 NOT_STORED = {"stored": False}  # field metadata: a field kept out of the payload
@@ -330,6 +332,27 @@ class PortPr(Payload):
         return f"{self.KIND}:{self.repo}:{self.number}:{self.branch}"
 
 
+@dataclass(frozen=True)
+class TestAlone(_OnePullRequest):
+    """Test PR ``number``'s own stack tree (main + its ancestors + itself) at its current head,
+    which series-first testing otherwise leaves to the series tree."""
+
+    __test__ = False  # not a pytest class
+    KIND: ClassVar[TaskKind] = TaskKind.TEST_ALONE
+
+
+@dataclass(frozen=True)
+class Land(Payload):
+    """Advance landing ``landing`` (a row of ``landings``): wait, merge, or give its account."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.LAND
+    repo: RepoName
+    landing: int
+
+    def dedupe_key(self) -> str:
+        return f"{self.KIND}:{self.repo}:{self.landing}"
+
+
 TaskPayload = (
     ProcessDelivery
     | SyncPull
@@ -346,6 +369,8 @@ TaskPayload = (
     | CheckBase
     | RestackPr
     | PortPr
+    | TestAlone
+    | Land
 )
 
 # Kind → payload class: one per member of TaskKind (a test holds the two together).
@@ -367,6 +392,8 @@ PAYLOADS: dict[TaskKind, type[TaskPayload]] = {
         CheckBase,
         RestackPr,
         PortPr,
+        TestAlone,
+        Land,
     )
 }
 

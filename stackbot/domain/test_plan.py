@@ -22,14 +22,18 @@ For each configuration:
    is a *suspect*. Tests failing on main too are ``pre-existing``.
 3. Suspects are confirmed by a rerun of the same tree (``confirm``, attempt 2). A suspect that
    passes the rerun is ``flaky`` (both jobs are its evidence) and is attributed to no PR.
-4. With ``bisect`` on (the series run under ``series-first``), each confirmed failure is
+4. With ``bisect`` on (every run the service plans: the series run and each stack run), each confirmed failure is
    bisected over the prefixes of the merge order: position 0 is main (where it does not fail),
    the last position is the final tree (where it does); the prefix at the middle is tested
    (``bisect``, ``step_position`` = how many layers it holds) until two adjacent positions
    remain, and the failure is ``new``, introduced by the PR of the first failing position.
-   Tests sharing an interval share its probe; a prefix whose tree equals another tested tree
-   costs nothing (the service reuses identical trees' results). Without ``bisect`` (a stack
-   run) a confirmed failure is ``new`` and attributed to the run's target PR.
+   A configuration's failing tests are bisected together: every test takes the midpoint of its
+   interval, so tests whose answers agree share every probe and their intervals part only
+   where their answers differ. A prefix whose tree equals another tested tree costs nothing
+   (the service reuses identical trees' results). Without ``bisect`` a confirmed failure is
+   ``new`` and attributed to the run's target PR.
+   If the confirming rerun is infra on every retry, the suspects are final ``new`` failures
+   attributed to no PR, with a note: neither confirmed nor cleared, they count.
 """
 
 from __future__ import annotations
@@ -47,15 +51,18 @@ FINISHED = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelle
 INFRA = frozenset({"infra"})
 
 TREE, CONFIRM, BISECT, RETRY = "tree", "confirm", "bisect", "retry"
+# Runs of one tree a quarantined test must fail, all of them, to count as a failure.
+QUARANTINE_RUNS = 5
 
-NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING = (
+NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING, QUARANTINED = (
     "new",
     "pre-existing",
     "flaky",
     "suspect",
     "bisecting",
+    "quarantined",
 )
-FAILURE_CLASSES = (NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING)
+FAILURE_CLASSES = (NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING, QUARANTINED)
 
 
 @dataclass(frozen=True, order=True)
@@ -155,6 +162,7 @@ def plan_tree(
     target_pr: PrNumber | None = None,
     infra_retries: int = 2,
     results_by_tree: Mapping[tuple[str, Config], Mapping[str, str] | None] | None = None,
+    quarantined: frozenset[str] = frozenset(),
 ) -> TreePlan:
     """The jobs still wanted for a run's tree and the findings about its failing tests.
 
@@ -167,7 +175,7 @@ def plan_tree(
     slots = _Slots(jobs, infra_retries, plan)
     known = results_by_tree or {}
     for config in configs:
-        _plan_config(plan, slots, known, layers, config, main, bisect, target_pr)
+        _plan_config(plan, slots, known, layers, config, main, bisect, target_pr, quarantined)
     return plan
 
 
@@ -221,6 +229,7 @@ def _plan_config(
     main: Mapping[Config, Mapping[str, str] | None],
     bisect: bool,
     target_pr: PrNumber | None,
+    quarantined: frozenset[str],
 ) -> None:
     first = slots.outcome(config, None, 1, TREE)
     if first is None:
@@ -248,16 +257,52 @@ def _plan_config(
     suspects = sorted(failing - set(pre_existing))
     if not suspects:
         return
+    # A test main does not have (main's result exists and lacks it) is new in this run: it is
+    # never retried into green, so its failure counts without a rerun (and never feeds a
+    # quarantine); the bisection finds the PR that added it.
+    new_tests = {n for n in suspects if n not in on_main} if main.get(config) is not None else set()
+    rerunnable = [n for n in suspects if n not in new_tests]
+    if not rerunnable:
+        _conclude(
+            plan,
+            slots,
+            known,
+            layers,
+            config,
+            sorted(new_tests),
+            list(first.job_ids),
+            bisect,
+            target_pr,
+        )
+        return
     rerun = slots.outcome(config, None, 2, CONFIRM)
     if rerun is None or rerun.state != "done":
         if rerun is None:
             plan.wanted.append(WantedJob(config, CONFIRM, None, 2))
         evidence = {"jobs": list(first.job_ids + (rerun.job_ids if rerun else ()))}
         if rerun is not None and rerun.state == "infra":
-            note = "the rerun could not run (infra); not confirmed"
-            for nodeid in suspects:
+            # Final: the rerun failed as infra on every node it was retried on, so the failure
+            # can be neither confirmed nor cleared. It is counted as a failure (a gate does not
+            # pass an unknown), attributed to no PR; nothing is planned for it any more.
+            note = (
+                "not confirmed: the rerun of the same tree could not run (infra on every "
+                "retry), so it counts as a failure; /stackbot retest runs it again"
+            )
+            for nodeid in rerunnable:
                 plan.findings.append(
-                    Finding(config, nodeid, SUSPECT, evidence={**evidence, "note": note})
+                    Finding(config, nodeid, NEW, pr=None, evidence={**evidence, "note": note})
+                )
+            if new_tests:
+                _conclude(
+                    plan,
+                    slots,
+                    known,
+                    layers,
+                    config,
+                    sorted(new_tests),
+                    list(first.job_ids),
+                    bisect,
+                    target_pr,
                 )
             return
         plan.open_configs.append(config)
@@ -267,14 +312,14 @@ def _plan_config(
             )
         return
     both = list(first.job_ids + rerun.job_ids)
-    confirmed = sorted(n for n in suspects if rerun.tests.get(n) in FAILING)
-    for nodeid in suspects:
+    confirmed = sorted(n for n in rerunnable if rerun.tests.get(n) in FAILING)
+    for nodeid in rerunnable:
         if nodeid not in confirmed:
             plan.findings.append(
                 Finding(
                     config,
                     nodeid,
-                    FLAKY,
+                    QUARANTINED if nodeid in quarantined else FLAKY,
                     evidence={
                         "jobs": both,
                         "failed_in": list(first.job_ids[-1:]),
@@ -282,8 +327,67 @@ def _plan_config(
                     },
                 )
             )
-    if not confirmed:
-        return
+    # A quarantined test that failed twice gets more runs of the same tree (up to
+    # QUARANTINE_RUNS in all): passing one, the failure is the flake it is quarantined for (not
+    # counted); failing every time, it is a deterministic failure and counts like any other (a
+    # quarantine never hides one). Five runs: a test flaking 30 % of the time fails all five
+    # 0.24 % of the time, where three runs would let it eject 2.7 % of landings.
+    held = [n for n in confirmed if n in quarantined]
+    for attempt in range(3, QUARANTINE_RUNS + 1):
+        if not held:
+            break
+        extra = slots.outcome(config, None, attempt, CONFIRM)
+        if extra is None or extra.state == "pending":
+            if extra is None:
+                plan.wanted.append(WantedJob(config, CONFIRM, None, attempt))
+            plan.open_configs.append(config)
+            note = (
+                f"quarantined, failed {attempt - 1} times: run {attempt} of at most "
+                f"{QUARANTINE_RUNS} of the same tree is pending"
+            )
+            for nodeid in held:
+                plan.findings.append(
+                    Finding(config, nodeid, SUSPECT, evidence={"jobs": both, "note": note})
+                )
+            confirmed = [n for n in confirmed if n not in held]
+            break
+        if extra.state != "done":
+            break  # infra on every retry: no answer, so the failures count
+        both = both + list(extra.job_ids)
+        for nodeid in list(held):
+            if extra.tests.get(nodeid) not in FAILING:
+                plan.findings.append(
+                    Finding(
+                        config,
+                        nodeid,
+                        QUARANTINED,
+                        evidence={
+                            "jobs": both,
+                            "failed_in": list(first.job_ids[-1:]),
+                            "passed_in": list(extra.job_ids[-1:]),
+                        },
+                    )
+                )
+                confirmed.remove(nodeid)
+                held.remove(nodeid)
+    confirmed = sorted(set(confirmed) | new_tests)
+    if confirmed:
+        _conclude(plan, slots, known, layers, config, confirmed, both, bisect, target_pr)
+
+
+def _conclude(
+    plan: TreePlan,
+    slots: _Slots,
+    known: Mapping[tuple[str, Config], Mapping[str, str] | None],
+    layers: Sequence[Layer],
+    config: Config,
+    confirmed: Sequence[str],
+    both: list[int],
+    bisect: bool,
+    target_pr: PrNumber | None,
+) -> None:
+    """Confirmed failures (and new tests' failures): ``new``, bisected to the PR that
+    introduced them where the run bisects."""
     if not bisect or len(layers) <= 1:
         pr = target_pr if not bisect or not layers else layers[-1].pr
         for nodeid in confirmed:

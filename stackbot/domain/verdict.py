@@ -17,7 +17,9 @@ The rules, first match wins:
    infra job only once its retries on other nodes are spent: a row shows the newest attempt);
 8. ``testing``: integrating, or test jobs are queued or running;
 9. ``no regressions``: every failure also fails on main (main's problem, shown amber, never red);
-10. ``ready``: integrated and every test passes.
+10. ``ready``: the tree this PR would land in (its stack, or a series tree holding exactly its
+    stack) is integrated and every test passes; ``passes with the series`` when every test
+    passes but only on a series tree that also holds PRs above it (issue 24).
 
 A tree's results count for a PR only if the PR is in that tree: the series run's tests are
 used only when the PR's own step merged (clean or resolved).
@@ -27,6 +29,13 @@ from __future__ import annotations
 
 from stackbot.domain.report_view import IntegrationView, PrReportView, StepView, TestRow
 from stackbot.domain.retries import note_text
+from stackbot.domain.tested_tree import (
+    TestedTree,
+    is_landing_tree,
+    landing_tree_words,
+    own_stack,
+    tested_tree,
+)
 from stackbot.domain.verdict_kinds import (
     ICON,
     TONE,
@@ -107,7 +116,7 @@ def decide(view: PrReportView) -> Verdict:
         sha = view.head_sha[:7]
         summary = f"`{sha}` is not tested until a vetter approves it"
         if view.approval.earlier_sha:
-            summary += f" (the approval of `{view.approval.earlier_sha[:7]}` does not carry over)"
+            summary += f" (the approval of `{view.approval.earlier_sha[:7]}` does not carry over: not the same patch)"
         return Verdict(
             VerdictKind.NEEDS_APPROVAL, summary, f"a vetter must comment `/ok to test {sha}`"
         )
@@ -305,8 +314,17 @@ def _from_tests(view: PrReportView) -> Verdict:
             f"{done} of {len(rows)} test jobs finished; {running[0].shown} {running[0].status}",
             "nothing to do yet: this updates itself",
         )
+    # Rows run on fewer ranks than their tests need say nothing of the tree: neutral.
+    not_judged = [row for row, state in states if state == "not-judged"]
+    judged = [row for row, state in states if state != "not-judged"]
+    unjudged_note = (
+        f"; not judged: {', '.join(row.shown for row in not_judged)} (fewer ranks than its "
+        "tests need)"
+        if not_judged
+        else ""
+    )
     pre_existing = tuple(
-        nodeid for row in rows if row.comparison for nodeid in row.comparison.still_failing
+        nodeid for row in judged if row.comparison for nodeid in row.comparison.still_failing
     )
     series_note = _series_failures(view) if rows is view.tests else ""
     if any(state == "no-regressions" for _, state in states):
@@ -315,17 +333,48 @@ def _from_tests(view: PrReportView) -> Verdict:
         return Verdict(
             VerdictKind.NO_REGRESSIONS,
             f"{count or 'some'} test failure{'s' if count != 1 else ''} also fail on main{named}"
-            + series_note,
+            + series_note
+            + unjudged_note,
             "nothing to fix in this PR",
         )
+    if not judged:  # nothing was run on the ranks its tests need: no verdict on the tree
+        return Verdict(
+            VerdictKind.ERROR,
+            f"not judged: {', '.join(row.shown for row in not_judged)} ran on fewer ranks than "
+            "its tests need (the configuration, not this PR)",
+            "a maintainer gives the test set a shape with enough ranks",
+            url=not_judged[0].url,
+        )
+    # The headline says where it was tested; the line under it counts the failures (issue 27:
+    # not "4 test jobs pass").
+    passing = "integrated and tested"
     if rows is view.tests:
         where = f"the integration `{(view.tested_commit or stack.commit or '')[:7]}`"
     else:  # series-first testing: the series tree holds this PR, its own stack ran nothing
+        tree = tested_tree(view)
+        if tree is not None and not is_landing_tree(view, tree):
+            return _with_series(view, tree, unjudged_note)
         series = view.series_integration
         commit = view.series_tested_commit or (series.commit if series else None) or ""
-        where = f"the series integration `{commit[:7]}`"
+        where = (
+            f"the series integration `{commit[:7]}`, this PR's own tree "
+            f"({landing_tree_words(view)})"
+        )
+    summary = f"{passing} on {where}" + series_note + unjudged_note
+    return Verdict(VerdictKind.READY, summary, "nothing to do")
+
+
+def _with_series(view: PrReportView, tree: TestedTree, note: str) -> Verdict:
+    """ "ready" is for the tree this PR would land in: a PR that passed only inside the series
+    tree (which also holds PRs above it) says so, and how to get its own tree tested."""
+    own = set(own_stack(view))
+    beyond = tuple(n for n in tree.prs if n not in own) or tree.others(view.pr.number)
     return Verdict(
-        VerdictKind.READY, f"integrated and tested on {where}" + series_note, "nothing to do"
+        VerdictKind.WITH_SERIES,
+        f"as part of the series tree with {_prs(beyond)}, it passes on `{tree.commit[:7]}`; "
+        f"its own tree ({landing_tree_words(view)}) was not tested alone" + note,
+        "land with the series, or `/stackbot test-alone`",
+        url=tree.url,
     )
 
 

@@ -14,6 +14,8 @@ from stackbot.domain.report_view import TestRow
 
 class VerdictKind(StrEnum):
     READY = "ready"
+    # Passes, but only as part of a larger tree (the series'): its own tree was not tested.
+    WITH_SERIES = "passes with the series"
     NO_REGRESSIONS = "no regressions"
     NEEDS_APPROVAL = "needs approval"
     TESTING = "testing"
@@ -34,6 +36,7 @@ Tone = Literal["ok", "warn", "bad", "wait", "run", "off"]
 # One colour scheme everywhere: the dashboard's CSS classes are ``tone-<tone>``.
 TONE: dict[VerdictKind, Tone] = {
     VerdictKind.READY: "ok",
+    VerdictKind.WITH_SERIES: "ok",
     VerdictKind.NO_REGRESSIONS: "warn",
     VerdictKind.NEEDS_APPROVAL: "wait",
     VerdictKind.TESTING: "run",
@@ -45,6 +48,7 @@ TONE: dict[VerdictKind, Tone] = {
 }
 ICON: dict[VerdictKind, str] = {
     VerdictKind.READY: "✅",
+    VerdictKind.WITH_SERIES: "☑️",
     VerdictKind.NO_REGRESSIONS: "🟡",
     VerdictKind.NEEDS_APPROVAL: "✋",
     VerdictKind.TESTING: "⏳",
@@ -118,13 +122,19 @@ class Verdict:
 
 # -- per test row -------------------------------------------------------------------------------
 
-RowState = Literal["passed", "no-regressions", "new-failures", "running", "job-trouble"]
+# A job's ``error_of`` when its targets ran on fewer ranks than they need (gpu_jobs.conventions):
+# the configuration is wrong, not the tree; the row is "not judged", neutral in the verdict.
+NOT_JUDGED_ERROR = "configuration"
+RowState = Literal[
+    "passed", "no-regressions", "new-failures", "running", "job-trouble", "not-judged"
+]
 ROW_TONE: dict[RowState, Tone] = {
     "passed": "ok",
     "no-regressions": "warn",
     "new-failures": "bad",
     "running": "run",
     "job-trouble": "bad",
+    "not-judged": "off",
 }
 ROW_ICON: dict[RowState, str] = {
     "passed": "✅",
@@ -132,6 +142,7 @@ ROW_ICON: dict[RowState, str] = {
     "new-failures": "❌",
     "running": "⏳",
     "job-trouble": "⚠️",
+    "not-judged": "⚪",
 }
 
 
@@ -139,6 +150,8 @@ def row_state(row: TestRow) -> RowState:
     """One test set × shape, in the verdict's words."""
     if row.status in _RUNNING:
         return "running"
+    if row.status == "error" and row.error_of == NOT_JUDGED_ERROR:
+        return "not-judged"  # run on fewer ranks than its tests need: says nothing of the tree
     comparison = row.comparison
     if comparison is not None and comparison.regressed:
         return "new-failures"

@@ -10,6 +10,7 @@ results of identical trees) and the baseline jobs on the base commit, then asks 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,9 +31,9 @@ from stackbot.domain.series import build_series_graph
 from stackbot.domain.tasks import ConflictMatrix, Integrate, PollJobs, Report
 from stackbot.domain.types import PrNumber
 from stackbot.errors import BadInput
+from stackbot.services import approval_carry, test_plan
 from stackbot.services import jobs as job_service
 from stackbot.services import own_tests as own_service
-from stackbot.services import test_plan
 from stackbot.services.integration import RunRequest, run_integration
 from stackbot.services.resources import ServiceContext, WorkerResources
 from stackbot.taskqueue import TaskRegistry
@@ -109,6 +110,16 @@ def integrate(
         wanted = sorted({n for plan in planned for n in plan.prs})
         mirror.fetch([f"refs/heads/{base_ref}", *(f"refs/pull/{n}/head" for n in wanted)])
         base_sha = mirror.rev_parse(base_ref)
+        # A new head whose own patch is the approved one's keeps its vetter's approval.
+        for carried in approval_carry.carry_approvals(
+            engine, mirror, repo_id=repo_id, base_sha=base_sha, rows=rows, graph=graph,
+            numbers=wanted,
+        ):  # fmt: skip
+            if carried.decision.carry:
+                state = states[carried.number]
+                states[carried.number] = dataclasses.replace(
+                    state, approved_shas=state.approved_shas | {carried.head_sha}
+                )
         target = _Target(
             repo_id,
             base_ref,

@@ -32,8 +32,8 @@ from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, Job, TestResult
 from stackbot.db.models._columns import utcnow
 from stackbot.db.models.jobs import STARTING
-from stackbot.domain import accounting
-from stackbot.services.jobs import copy_outcome
+from stackbot.domain import accounting, infra_failures
+from stackbot.services.jobs import copy_outcome, result_key
 
 log = logging.getLogger(__name__)
 
@@ -157,16 +157,34 @@ def _poll_one(engine: Engine, executor: Executor, job: Job, advance: Advance) ->
     advance.finished.extend(finished)
 
 
+def _earlier_messages(session: Session, row: Job) -> list[str | None]:
+    """The messages of the jobs ``row`` retries, newest first."""
+    found: list[str | None] = []
+    seen = {row.id}
+    previous = row.retry_of_job_id
+    while previous is not None and previous not in seen:
+        seen.add(previous)
+        earlier = jobs_store.get_job(session, job_id=previous)
+        if earlier is None:
+            break
+        found.append(earlier.error)
+        previous = earlier.retry_of_job_id
+    return found
+
+
 def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str | None) -> list[int]:
     """Store a finished job's result (and copy it to the jobs reusing it); returns their ids.
 
     An ``infra`` result is stored without test outcomes whatever reported it (a runner of
-    any version, Slurm's word on a node failure): it is never counted as a test result."""
+    any version, Slurm's word on a node failure): it is never counted as a test result. A
+    mass failure is infra too, the first time in a retry chain
+    (:func:`stackbot.domain.infra_failures.classify_result`)."""
     if result.status == "infra":
         result = result.uncounted()
     with session_scope(engine) as session:
         row = jobs_store.get_job(session, job_id=job_id)
         assert row is not None
+        result = infra_failures.classify_result(result, _earlier_messages(session, row))
         row.status = result.status
         row.counts = {k: int(v) for k, v in vars(result.counts).items()}
         row.result = result.to_dict()
@@ -175,6 +193,8 @@ def record_result(engine: Engine, job_id: int, result: JobResult, *, node: str |
         row.finished_at = _parse_time(result.finished_at) or utcnow()
         row.error = result.message if result.status != "passed" and result.message else None
         row.gpu_seconds = accounting.gpu_seconds(row.shape, row.started_at, row.finished_at)
+        row.runner_env = dict(result.environment) if result.environment else None
+        row.result_key = result_key(row.tree_sha, row.config_hash, row.shape, row.runner_env)
         session.add(row)
         jobs_store.add_test_results(
             session,

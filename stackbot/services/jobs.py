@@ -43,6 +43,22 @@ def config_hash(test_set: TestSet, shape: str) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
+def result_key(
+    tree: str, config_hash: str, shape: str, environment: Mapping[str, str] | None
+) -> str:
+    """What decides a job's result (issue 24): the tree, the test set's definition (its
+    ``config_hash``: targets, markers, conventions, env, image, timeout), the shape and the
+    runner environment the nodes reported (python, torch, CUDA, image digest). A result is
+    reused only where all of them are the same; any change invalidates it."""
+    data = {
+        "tree": tree,
+        "test_set_definition": config_hash,
+        "shape": shape,
+        "runner_environment": dict(sorted((environment or {}).items())),
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class JobRequest:
     test_set: TestSet
@@ -169,4 +185,6 @@ def copy_outcome(job: Job, source: Job) -> None:
     job.started_at = source.started_at
     job.finished_at = source.finished_at
     job.error = source.error
+    job.runner_env = dict(source.runner_env) if source.runner_env else None
+    job.result_key = source.result_key
     job.gpu_seconds = 0.0  # a reused result costs nothing of its own

@@ -41,7 +41,8 @@ def own_test_files(
     repo: GitRepository, own: OwnTests, *, head: str, bases: Sequence[str], main_sha: str
 ) -> list[OwnFile]:
     """The test files ``head`` adds or modifies relative to every one of ``bases`` (its
-    parents' heads, or main), each compared at its merge-base with ``head``."""
+    parents' heads, or main), each compared at its merge-base with ``head``, and that main
+    does not already hold as they are at ``head``."""
     head_tree = repo.tree_of(Sha(head))
     main_tree = repo.tree_of(Sha(main_sha))
     found: dict[str, str] | None = None
@@ -57,9 +58,17 @@ def own_test_files(
             if own.is_test_file(path) and repo.blob_at(head_tree, path)
         }
         found = files if found is None else {p: s for p, s in found.items() if p in files}
+    # A file main now has exactly as the head has it is not the PR's change: it came in with a
+    # parent that landed (a squash merge leaves the child's fork point behind main). Its own
+    # test files stay those it changes itself, so its tree's jobs stay the ones tested before.
+    found = {
+        path: status
+        for path, status in (found or {}).items()
+        if repo.blob_at(main_tree, path) != repo.blob_at(head_tree, path)
+    }
     return [
         OwnFile(path, status, repo.blob_at(main_tree, path) is not None)
-        for path, status in sorted((found or {}).items())
+        for path, status in sorted(found.items())
     ]
 
 

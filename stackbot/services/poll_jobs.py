@@ -21,7 +21,7 @@ from stackbot.db.models import Repository
 from stackbot.domain.integration import RunKind
 from stackbot.domain.tasks import PollJobs, Report
 from stackbot.domain.types import PrNumber, RepoName
-from stackbot.services import test_plan
+from stackbot.services import quarantine, test_plan
 from stackbot.services.job_execution import JobBackend, advance_jobs
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
@@ -68,6 +68,11 @@ def replan_after(engine: Engine, finished: Sequence[int], *, settings: Settings)
         run_ids = {r.id for r in jobs_store.runs_of_jobs(session, jobs=jobs) if r.id}
         # Plans that may wait on these jobs' trees from another run (reused results).
         run_ids |= set(jobs_store.runs_with_open_findings(session))
+        repos = {
+            job.repo_id: (repository.clone_url, job.commit_sha)
+            for job in jobs
+            if (repository := session.get(Repository, job.repo_id)) is not None
+        }
     created = test_plan.retry_infra_baselines(
         engine, finished, infra_retries=settings.infra_retries
     )
@@ -79,6 +84,15 @@ def replan_after(engine: Engine, finished: Sequence[int], *, settings: Settings)
             infra_retries=settings.infra_retries,
         )
         created.extend(outcome.created)
+    # The flaky observations these jobs made may quarantine a test; their results may release
+    # one (issue 26). Later plans read the quarantine.
+    for repo_id, (clone_url, commit) in sorted(repos.items()):
+        quarantine.review_repository(
+            engine,
+            repo_id,
+            policy=quarantine.policy_of(settings),
+            authors=quarantine.mirror_authors(clone_url, settings.mirrors_dir, commit),
+        )
     return created
 
 

@@ -135,6 +135,7 @@ def _row(
         url=f"{base_url}/jobs/{job.id}",
         error=(job.error or "").strip().splitlines()[-1][:200] if job.error else None,
         missing_targets=_missing_targets(job),
+        error_of=str((job.result or {}).get("error_of") or ""),
     )
 
 

@@ -6,7 +6,7 @@ and one write per check run per call, and none at all when the rendered text has
 written last time (``Report.comment_hash``, ``Report.check_runs``). The sticky comment is found
 by its stored id, else by the hidden marker among the PR's comments (the database may have been
 reset), else created. Where the App may not write check runs (``ChecksNotPermitted``), commit
-statuses (context ``stackbot/<test set> <shape>``) carry the same verdicts.
+statuses (context ``stackbot/tests: <test set> <shape>``) carry the same verdicts.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ from stackbot.db.engine import session_scope
 from stackbot.domain.report import MARKER, render_sticky_comment
 from stackbot.domain.report_checks import (
     integration_details_url,
+    is_own_row,
     ordered_rows,
     render_approval_check,
     render_check_run,
     render_integration_check,
+    render_own_files_check,
     render_series_tests_check,
 )
 from stackbot.domain.report_view import CheckRunContent, PrReportView
@@ -195,8 +197,9 @@ def _publish_one_locked(
 def _check_runs(view: PrReportView) -> list[tuple[str, str, CheckRunContent, str | None]]:
     """(stored key, external id after "<pr>/", content, details URL) of every check run of the
     PR's head, in the order the merge box should list them: integration, approval, then the
-    tests with new failures first. A test's key is its label ("amax-group 2x4"), its external id
-    "<pr>/<set>/<shape>" (what a re-run request names)."""
+    tests with new failures first. A test's key is its check run's name ("stackbot/tests:
+    amax-group 2x4"), its external id "<pr>/<set>/<shape>" (what a re-run request names); the
+    PR's own test files are one check run, "stackbot/tests: own files" ("<pr>/own:<pr>/*")."""
     found: list[tuple[str, str, CheckRunContent, str | None]] = []
     integration = render_integration_check(view)
     if integration is not None:
@@ -206,9 +209,17 @@ def _check_runs(view: PrReportView) -> list[tuple[str, str, CheckRunContent, str
     if series_tests is not None:
         run_url = view.series_integration.url if view.series_integration else None
         found.append(("series-tests", "series-tests", series_tests, run_url or view.url))
-    for row in ordered_rows(view):
+    rows = ordered_rows(view)  # of the tree the PR was tested in: on every PR it holds
+    for row in rows:
+        if is_own_row(row):
+            continue
         content = render_check_run(view, row.test_set, row.shape)
-        found.append((row.label, f"{row.test_set}/{row.shape}", content, row.url))
+        # Keyed by the check's name: a later tree updates the same check run.
+        found.append((content.name, f"{row.test_set}/{row.shape}", content, row.url))
+    own = tuple(row for row in rows if is_own_row(row))
+    if own:
+        content = render_own_files_check(view, own)
+        found.append((content.name, f"{own[0].test_set}/*", content, own[0].url or view.url))
     return found
 
 

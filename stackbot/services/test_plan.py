@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from stackbot.db import integration_store, jobs_store
+from stackbot.db import integration_store, jobs_store, quarantine_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, IntegrationStep, Job, TestFinding
 from stackbot.db.models.jobs import FINISHED_STATES, NOT_REUSABLE_STATES
@@ -45,6 +45,8 @@ from stackbot.services.jobs import copy_outcome
 log = logging.getLogger(__name__)
 
 SERIES_FIRST, EVERY_STACK = "series-first", "every-stack"
+# How gpu_jobs.conventions begins the message of a test whose target ran short of ranks.
+NOT_JUDGED = "not judged: "
 _MERGED = (StepOutcome.CLEAN, StepOutcome.RESOLVED)
 # A pass that took finished results plans again; this bounds the rounds (one per prefix
 # probe of a bisection at most).
@@ -114,7 +116,10 @@ def _plan_once(
         facts = [_fact(session, job) for job in jobs]
         main = _main_results(session, run, configs)
         known = _known_results(session, layers, hashes, run_id=run.id)
-        bisect = run.kind == RunKind.SERIES
+        # Every run bisects over its own layers: a stack run's failure introduced by an ancestor
+        # is that ancestor's, as in the series run (a stack's prefixes are its ancestors' stack
+        # trees, mostly tested already, so this costs little).
+        bisect = True
         plan = plan_tree(
             layers=layers,
             configs=configs,
@@ -124,6 +129,7 @@ def _plan_once(
             target_pr=PrNumber(run.target_pr) if run.target_pr is not None else None,
             infra_retries=infra_retries,
             results_by_tree=known,
+            quarantined=quarantine_store.active_tests(session, repo_id=run.repo_id),
         )
         templates = {config: job for job in tree_jobs if (config := _config(job))}
         created: list[Job] = []
@@ -220,9 +226,24 @@ def _configs(tree_jobs: Sequence[Job]) -> list[Config]:
 
 
 def _tests(session: Session, job: Job) -> dict[str, str]:
-    """The finished job's outcomes per node id, read as the report reads them."""
+    """The finished job's outcomes per node id, read as the report reads them, without the
+    tests it could not judge (their target ran on fewer ranks than it needs: never a suspect,
+    never bisected, never blamed on a PR)."""
     outcomes = read_batch.outcomes_of(session, job)
-    return dict(outcomes.tests) if outcomes is not None else {}
+    if outcomes is None:
+        return {}
+    unjudged = _not_judged(job)
+    return {nodeid: outcome for nodeid, outcome in outcomes.tests.items() if nodeid not in unjudged}
+
+
+def _not_judged(job: Job) -> set[str]:
+    """The node ids gpu_jobs' conventions marked "not judged" in the job's stored result."""
+    tests = (job.result or {}).get("tests") or ()
+    return {
+        str(test.get("nodeid"))
+        for test in tests
+        if isinstance(test, dict) and str(test.get("message") or "").startswith(NOT_JUDGED)
+    }
 
 
 def _fact(session: Session, job: Job) -> JobFact:

@@ -20,6 +20,7 @@ from stackbot.standin import (
     routes_checks,
     routes_control,
     routes_issues,
+    routes_merge,
     routes_pulls,
     routes_repos,
 )
@@ -60,6 +61,7 @@ def create_standin_app(state: StandinState) -> FastAPI:
 
     for module in (
         routes_pulls,
+        routes_merge,
         pull_bases,
         routes_issues,
         routes_checks,

@@ -29,7 +29,7 @@ class StandinHTTPError(Exception):
         message: str,
         *,
         headers: dict[str, str] | None = None,
-        errors: list[dict[str, Any]] | None = None,
+        errors: list[dict[str, Any]] | list[str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -49,6 +49,12 @@ def unprocessable(
     if field_name is not None:
         error["field"] = field_name
     return StandinHTTPError(422, "Validation Failed", errors=[error])
+
+
+def unprocessable_simple(message: str) -> StandinHTTPError:
+    """422 as the operations documented with ``validation_failed_simple`` answer: the errors
+    are plain strings."""
+    return StandinHTTPError(422, "Validation Failed", errors=[message])
 
 
 @dataclass(frozen=True)

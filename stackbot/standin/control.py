@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stackbot.standin import hosting, payloads
-from stackbot.standin.auth import StandinHTTPError
-from stackbot.standin.control_repos import Event, RepoControl, StandinError
+from stackbot.standin import hosting, merging, payloads
+from stackbot.standin.auth import Caller, StandinHTTPError
+from stackbot.standin.control_repos import RepoControl, StandinError
 from stackbot.standin.routes_issues import add_comment, edit_comment
+from stackbot.standin.routes_merge import submit_review
 from stackbot.standin.routes_pulls import create_stack
-from stackbot.standin.state import Issue, IssueComment, Pull, Stack, StandinState
+from stackbot.standin.state import Issue, IssueComment, Protection, Pull, Stack, StandinState
 
 __all__ = ["StandinControl", "StandinError"]
 
@@ -176,65 +177,82 @@ class StandinControl(RepoControl):
         merger: str,
         message: str | None = None,
         squash: bool = False,
+        method: str | None = None,
+        sha: str | None = None,
     ) -> str:
-        """Merge a PR with a real merge commit on its base branch (``squash``: one commit with
-        the PR's change, as GitHub's squash merge); returns the merge commit."""
+        """``merger`` merges the PR as with GitHub's merge button (:mod:`.merging`: its method,
+        ``sha`` check and branch protection); returns the new tip of the base branch."""
         state = self.state
-        events: list[Event] = []
         with state.lock:
             repo = self.repo(repo_name)
             pull = self.pull(repo_name, number)
             if pull.state != "open":
                 raise StandinError(f"#{number} is not open")
-            ref = f"refs/heads/{pull.base_ref}"
-            base_sha = hosting.resolve(repo.bare_path, ref)
-            assert base_sha is not None
-            text = message or (
-                f"{pull.title} (#{number})"
-                if squash
-                else f"Merge pull request #{number} from {repo.owner}/{pull.head_ref}\n\n{pull.title}"
-            )
             try:
-                merged = hosting.merge(
-                    repo.bare_path,
-                    base_sha,
-                    pull.head_sha,
-                    message=text,
-                    author=self.signature(merger),
-                    timestamp=state.now(),
-                    squash=squash,
+                merged, events = merging.merge_pull(
+                    state,
+                    repo,
+                    pull,
+                    caller=Caller("user", login=merger),
+                    merger=merger,
+                    method=method or ("squash" if squash else "merge"),
+                    sha=sha,
+                    title=message.split("\n", 1)[0] if message else None,
+                    message=message.split("\n", 1)[1].strip()
+                    if message and "\n" in message
+                    else None,
                 )
-            except hosting.MergeConflict as conflict:
-                raise StandinError(
-                    f"#{number} does not merge cleanly: {', '.join(conflict.paths)}"
-                ) from None
-            hosting.update_ref(repo.bare_path, ref, merged)
-            now = state.now()
-            pull.state, pull.merged, pull.merged_at, pull.closed_at = "closed", True, now, now
-            pull.merged_by, pull.merge_commit_sha, pull.base_sha, pull.updated_at = (
-                merger,
-                merged,
-                base_sha,
-                now,
-            )
-            self.ensure_user(merger)
-            repo.pushed_at = now
-            events.append(
-                (
-                    "push",
-                    payloads.push_event(state, repo, ref, base_sha, merged, merger),
-                    repo.full_name,
-                )
-            )
-            events.append(
-                (
-                    "pull_request",
-                    payloads.pull_request_event(state, repo, pull, "closed", merger),
-                    repo.full_name,
-                )
-            )
+            except merging.Unmergeable as conflict:
+                paths = ", ".join(conflict.paths)
+                raise StandinError(f"#{number} does not merge cleanly: {paths}") from None
+            except StandinHTTPError as refused:
+                raise StandinError(f"#{number} cannot be merged: {refused.message}") from None
         self._send(events)
         return merged
+
+    def approve(
+        self, repo_name: str, number: int, reviewer: str, *, state: str = "APPROVED"
+    ) -> int:
+        """``reviewer`` submits a review (``APPROVED`` by default) on the PR's head; returns its
+        id (a ``pull_request_review`` ``submitted`` delivery goes out)."""
+        with self.state.lock:
+            repo = self.repo(repo_name)
+            pull = self.pull(repo_name, number)
+            review, payload = submit_review(self.state, repo, pull, reviewer, state, "")
+        self._send([("pull_request_review", payload, repo.full_name)])
+        return review.id
+
+    def protect_branch(
+        self,
+        repo_name: str,
+        branch: str,
+        *,
+        required_checks: list[str] | None = None,
+        approvals: int | None = None,
+        dismiss_stale_reviews: bool = False,
+    ) -> None:
+        """Protect ``branch``: these check contexts must pass, this many approvals are needed."""
+        with self.state.lock:
+            self.repo(repo_name).protections[branch] = Protection(
+                required_contexts=required_checks,
+                required_approving_review_count=approvals,
+                dismiss_stale_reviews=dismiss_stale_reviews,
+            )
+
+    def set_merge_settings(
+        self,
+        repo_name: str,
+        *,
+        allow: tuple[str, ...] = ("merge", "squash", "rebase"),
+        delete_branch_on_merge: bool = False,
+    ) -> None:
+        """The repository's merge button: which methods it offers, whether it deletes heads."""
+        with self.state.lock:
+            repo = self.repo(repo_name)
+            repo.allow_merge_commit = "merge" in allow
+            repo.allow_squash_merge = "squash" in allow
+            repo.allow_rebase_merge = "rebase" in allow
+            repo.delete_branch_on_merge = delete_branch_on_merge
 
     def open_issue(
         self, repo_name: str, *, author: str, title: str, body: str = "", number: int | None = None
@@ -286,7 +304,10 @@ class StandinControl(RepoControl):
                 return create_stack(self.state, repo, list(numbers))
             except StandinHTTPError as error:
                 detail = (
-                    "; ".join(str(e.get("message", "")) for e in error.errors or [])
+                    "; ".join(
+                        e if isinstance(e, str) else str(e.get("message", ""))
+                        for e in error.errors or []
+                    )
                     or error.message
                 )
                 raise StandinError(f"cannot stack {numbers}: {detail}") from None

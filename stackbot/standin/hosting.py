@@ -231,6 +231,60 @@ def merge(
     return commit_tree(bare, lines[0].strip(), parents, message, author, timestamp)
 
 
+def rebase(
+    bare: Path,
+    base: str,
+    head: str,
+    *,
+    committer: tuple[str, str],
+    timestamp: float,
+) -> str:
+    """GitHub's rebase merge: each commit of ``head`` not on ``base`` replayed onto ``base`` in
+    order (authors and messages kept, the merger as committer); the new tip. A conflicting step
+    raises :class:`MergeConflict`.
+
+    Each step's tree is the merge of the replayed tip with the original commit from their
+    merge base (this git's ``merge-tree`` takes no ``--merge-base``): the earlier commits are on
+    both sides alike, so the step adds exactly the commit's own change."""
+    tip = base
+    for commit in commits_between(bare, merge_base(bare, base, head), head):
+        if len(commit.parents) > 1:
+            continue  # GitHub drops merge commits when it rebases
+        result = git(
+            bare, "merge-tree", "--write-tree", "--name-only", tip, commit.sha, ok_codes=(0, 1)
+        )
+        lines = result.stdout.decode().splitlines()
+        if result.returncode == 1:
+            paths = [
+                line
+                for line in lines[1:]
+                if line and not line.startswith(("Auto-merging", "CONFLICT"))
+            ]
+            raise MergeConflict(f"replaying {commit.sha[:12]} conflicts", sorted(set(paths)))
+        tip = _replay_commit(bare, lines[0].strip(), tip, commit, committer, timestamp)
+    return tip
+
+
+def _replay_commit(
+    bare: Path,
+    tree: str,
+    parent: str,
+    original: CommitInfo,
+    committer: tuple[str, str],
+    timestamp: float,
+) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": original.author.name,
+        "GIT_AUTHOR_EMAIL": original.author.email,
+        "GIT_AUTHOR_DATE": original.author.date,
+        "GIT_COMMITTER_NAME": committer[0],
+        "GIT_COMMITTER_EMAIL": committer[1],
+        "GIT_COMMITTER_DATE": f"{int(timestamp)} +0000",
+    }
+    args = ("commit-tree", tree, "-p", parent)
+    return git(bare, *args, input_bytes=original.message.encode(), env=env).stdout.decode().strip()
+
+
 _FORMAT = "%H%x00%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B%x01"
 
 

@@ -61,6 +61,11 @@ def _context(state: StandinState, repo: Repo, sender: str) -> dict[str, Any]:
     return data
 
 
+def repository_context(state: StandinState, repo: Repo, sender: str) -> dict[str, Any]:
+    """:func:`_context` for deliveries built elsewhere (reviews)."""
+    return _context(state, repo, sender)
+
+
 def pull_request_event(
     state: StandinState, repo: Repo, pull: Pull, action: str, sender: str, **extra: Any
 ) -> dict[str, Any]:

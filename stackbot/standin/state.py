@@ -58,7 +58,7 @@ class Installation:
     permissions: dict[str, str] = field(
         default_factory=lambda: {
             "checks": "write",
-            "contents": "read",
+            "contents": "write",  # merging a PR (landing) writes its base branch
             "issues": "write",
             "pull_requests": "write",
             "statuses": "write",
@@ -183,6 +183,37 @@ class Stack:
 
 
 @dataclass
+class Review:
+    """A pull request review (``APPROVED``, ``CHANGES_REQUESTED``, ``COMMENTED``, ``DISMISSED``)
+    of the head ``commit_id`` it was given on."""
+
+    id: int
+    pull_number: int
+    author: str
+    state: str
+    body: str
+    commit_id: str
+    submitted_at: float
+
+
+@dataclass
+class Protection:
+    """A branch's classic protection, as far as merging reads it: the check or status contexts
+    that must have succeeded on the PR's head (``strict``: the head must also contain the base),
+    and the approving reviews needed (``None``: no review rule)."""
+
+    required_contexts: list[str] | None = None  # None: no required_status_checks
+    strict: bool = False
+    required_approving_review_count: int | None = None
+    dismiss_stale_reviews: bool = False
+    require_code_owner_reviews: bool = False
+    enforce_admins: bool = False
+    required_linear_history: bool = False
+    allow_force_pushes: bool = False
+    allow_deletions: bool = False
+
+
+@dataclass
 class Repo:
     id: int
     owner: str
@@ -198,6 +229,14 @@ class Repo:
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     statuses: list[CommitStatus] = field(default_factory=list)
     stacks: dict[int, Stack] = field(default_factory=dict)
+    reviews: dict[int, Review] = field(default_factory=dict)
+    protections: dict[str, Protection] = field(default_factory=dict)  # branch -> its protection
+    # The repository's merge settings (repos/update): which methods the merge button offers and
+    # whether a merged PR's head branch is deleted (which closes the PRs based on it).
+    allow_merge_commit: bool = True
+    allow_squash_merge: bool = True
+    allow_rebase_merge: bool = True
+    delete_branch_on_merge: bool = False
 
     @property
     def full_name(self) -> str:

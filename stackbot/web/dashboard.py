@@ -19,34 +19,44 @@ from markupsafe import Markup, escape
 from stackbot.db import integration_store
 from stackbot.domain.graph_layout import (
     GraphEdge,
-    dependency_depths,
     edge_words,
     problem_words,
     purpose_words,
+    stack_order,
 )
+from stackbot.domain.verdict_kinds import Verdict, VerdictKind
 from stackbot.web import pages, readmodel
-from stackbot.web.joblogs import tail_line
+from stackbot.web.joblogs import log_lines, tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
 from stackbot.web.readmodel.closed_children import closed_child_rows
 from stackbot.web.readmodel.jobs import node_names, tested_by
+from stackbot.web.readmodel.quarantine import quarantine_page
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals["slug"] = readmodel.series_slug
 
 
+_PAGE_LINK = re.compile(r"(?<![\w/\"])(/(?:jobs|runs|pulls|series)/[\w-]+(?:#[\w-]+)?)")
+
+
 def _ticks(text: str) -> Markup:
-    """A verdict's words as HTML: escaped, with its `code spans` as <code> and its Markdown
-    links (``[log](/jobs/7#log)``, to a page or an http(s) URL) as links."""
+    """A verdict's words as HTML: escaped, with its `code spans` as <code>, its Markdown links
+    (``[log](/jobs/7#log)``, to a page or an http(s) URL) as links, and the dashboard's own
+    paths it names bare (``log: /jobs/1#log``) as links."""
     escaped = str(escape(text))
     coded = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
-    return Markup(
-        re.sub(r"\[([^\]]+)\]\(((?:/|https?://)[^)\s\"]*)\)", r'<a href="\2">\1</a>', coded)
-    )
+    linked = re.sub(r"\[([^\]]+)\]\(((?:/|https?://)[^)\s\"]*)\)", r'<a href="\2">\1</a>', coded)
+    return Markup(_PAGE_LINK.sub(r'<a href="\1">\1</a>', linked))
 
 
 TEMPLATES.env.filters["ticks"] = _ticks
 TEMPLATES.env.filters["problem_words"] = problem_words
 TEMPLATES.env.filters["purpose_words"] = purpose_words
+# A PR's own test files as a test set's name reads: ``own:8034`` → ``#8034's own test files``
+# (the words of :func:`~stackbot.domain.report_view.test_set_words`).
+TEMPLATES.env.filters["set_name"] = lambda name: re.sub(
+    r"\bown:(\d+)", r"#\1's own test files", str(name)
+)
 
 
 def _pair_paths(matrix: dict[str, Any], a: int, b: int) -> list[str]:
@@ -61,10 +71,12 @@ def _matrix_prs(matrix: dict[str, Any]) -> list[int]:
     return sorted(int(n) for n in matrix.get("heads", {}))
 
 
+TEMPLATES.env.globals["problem_words"] = problem_words
 TEMPLATES.env.globals["pair_paths"] = _pair_paths
 TEMPLATES.env.globals["matrix_prs"] = _matrix_prs
 TEMPLATES.env.filters["bytes"] = readmodel.human_bytes
 TEMPLATES.env.filters["num"] = lambda value: f"{float(value):g}"
+TEMPLATES.env.filters["edge_words"] = edge_words
 TEMPLATES.env.filters["hours"] = lambda value: f"{float(value):,.2f}"
 
 router = APIRouter(include_in_schema=False)
@@ -84,7 +96,7 @@ def index(request: Request) -> HTMLResponse:
 @router.get("/series/{slug}", response_class=HTMLResponse)
 def series(request: Request, slug: str) -> Response:
     def render(page: readmodel.SeriesPage) -> bytes:
-        context = {"page": page, "stack": _stack_list(page)}
+        context = {"page": page, "stack": _stack_list(page), "summary": series_summary(page)}
         return bytes(TEMPLATES.TemplateResponse(request, "series.html", context).body)
 
     return pages.send_series(request, slug, render, kind="series", media_type="text/html")
@@ -97,11 +109,94 @@ def series_gpu(request: Request, slug: str) -> HTMLResponse:
     return TEMPLATES.TemplateResponse(request, "series_gpu.html", {"page": page})
 
 
+@router.get("/quarantine", response_class=HTMLResponse)
+def quarantine(request: Request) -> HTMLResponse:
+    """Quarantined tests: since when, the evidence, expiry and the release rule's progress."""
+    with pages.session(request) as db:
+        page = quarantine_page(db, settings=pages.settings(request))
+    return TEMPLATES.TemplateResponse(request, "quarantine.html", {"page": page})
+
+
 @router.get("/series/{slug}/flaky", response_class=HTMLResponse)
 def series_flaky(request: Request, slug: str) -> HTMLResponse:
     """The tests the series found flaky, per test across runs, with both jobs of each time."""
     page = pages.series_flaky(request, slug)
     return TEMPLATES.TemplateResponse(request, "series_flaky.html", {"page": page})
+
+
+DONE_STATES = ("ready", "closed", "merged", "superseded")
+SUMMARY_GROUPS = 8  # lines of "needs action" in the summary; the rest are folded under them
+
+
+@dataclass(frozen=True)
+class ActionGroup:
+    """PRs that need the same action for the same reason: one line of the summary."""
+
+    verdict: Verdict
+    prs: list[tuple[int, str | None]]  # (PR, its log or run when the verdict names one)
+
+    @property
+    def same_failures(self) -> int:
+        return len(self.verdict.failing)
+
+
+@dataclass(frozen=True)
+class SeriesSummary:
+    """What a reader of a big series needs first: how many PRs stand where, which need action
+    (one line per reason, PRs that share it folded together), and the conflicting pairs."""
+
+    counts: list[tuple[str, str, int]]  # (label, css class, PRs)
+    groups: list[ActionGroup]
+    folded: list[ActionGroup]  # the groups past the first SUMMARY_GROUPS
+    needing: int  # PRs that need action
+    total: int
+
+    @property
+    def folded_prs(self) -> int:
+        return sum(len(group.prs) for group in self.folded)
+
+
+def _group_key(verdict: Verdict) -> tuple[object, ...]:
+    """PRs fold together when their verdict says the same thing: the same failing tests (new
+    failures), the same wait for a vetter (each PR's own head aside), else the same words (a
+    PR's own log link aside)."""
+    if verdict.failing:
+        return (verdict.kind, verdict.failing, verdict.paths)
+    if verdict.kind is VerdictKind.NEEDS_APPROVAL:
+        return (verdict.kind,)
+    return (verdict.kind, verdict.label, verdict.summary, _LOG_LINK.sub("", verdict.action))
+
+
+_LOG_LINK = re.compile(r"/jobs/\d+#log")
+
+
+def series_summary(page: readmodel.SeriesPage) -> SeriesSummary:
+    counts: dict[tuple[str, str], int] = {}
+    groups: dict[tuple[object, ...], ActionGroup] = {}
+    needing = 0
+    for row in page.pulls:
+        state = row.display_state
+        if row.verdict is not None and state not in ("closed", "merged", "superseded"):
+            label, css = row.verdict.label, f"tone-{row.verdict.tone}"
+            if row.verdict.kind is VerdictKind.BLOCKED:
+                label = "blocked"  # one count, whichever PR blocks it
+        else:
+            label, css = state, f"st-{state}"
+        counts[(label, css)] = counts.get((label, css), 0) + 1
+        if row.verdict is None or state in DONE_STATES:
+            continue
+        needing += 1
+        group = groups.setdefault(_group_key(row.verdict), ActionGroup(row.verdict, []))
+        group.prs.append((row.number, row.verdict.url))
+    order = {"bad": 0, "wait": 1, "warn": 2, "run": 3, "ok": 4, "off": 5}
+    ranked = sorted(groups.values(), key=lambda g: (order.get(g.verdict.tone, 9), -len(g.prs)))
+    return SeriesSummary(
+        counts=[(label, css, n) for (label, css), n in sorted(counts.items(), key=lambda i: -i[1])],
+        groups=ranked[:SUMMARY_GROUPS],
+        folded=ranked[SUMMARY_GROUPS:],
+        needing=needing,
+        total=len(page.pulls),
+    )
 
 
 @dataclass(frozen=True)
@@ -121,7 +216,10 @@ def _stack_list(page: readmodel.SeriesPage) -> list[StackItem]:
     for child, parent, source in page.edges:
         sources.setdefault((child, parent), []).append(source)
     edges = [GraphEdge(c, p, "") for (c, p) in sources]
-    depths = dependency_depths(numbers, edges)
+    rows = {row.number: row for row in page.pulls}
+    parents_of: dict[int, list[int]] = {}
+    for child, parent in sources:
+        parents_of.setdefault(child, []).append(parent)
     conflicts: dict[int, dict[int, list[str]]] = {n: {} for n in numbers}
     for a, b, paths in page.conflict_pairs:
         conflicts.setdefault(a, {})[b] = paths
@@ -133,21 +231,21 @@ def _stack_list(page: readmodel.SeriesPage) -> list[StackItem]:
             conflicts.setdefault(other, {}).setdefault(step.pr_number, paths)
     return [
         StackItem(
-            row=row,
-            depth=min(depths.get(row.number, 0), 8),
+            row=rows[number],
+            depth=min(depth, 8),
             parents=sorted(
                 (
                     parent,
                     ", ".join(sorted(set(found))),
                     ", ".join(edge_words(source) for source in sorted(set(found))),
-                    _edge_title(page, child, parent, sorted(set(found))),
+                    _edge_title(page, number, parent, sorted(set(found))),
                 )
-                for (child, parent), found in sources.items()
-                if child == row.number
+                for parent in parents_of.get(number, ())
+                for found in (sources[(number, parent)],)
             ),
-            conflicts=sorted(conflicts.get(row.number, {}).items()),
+            conflicts=sorted(conflicts.get(number, {}).items()),
         )
-        for row in page.pulls
+        for number, depth in stack_order(numbers, edges)
     ]
 
 
@@ -219,9 +317,11 @@ def job(request: Request, job_id: RowId) -> HTMLResponse:
             "job": detail.summary,
             "tests": detail.tests,
             "log": detail.log,
+            "lines": log_lines(detail.log),
             "tested": detail.tested,
             "node": node_names(detail.summary.node),
             "cause": detail.cause,
+            "key": detail.key,
         },
     )
 
@@ -267,7 +367,9 @@ def install(app: Any) -> None:
     from fastapi.staticfiles import StaticFiles
 
     from stackbot.web import api
+    from stackbot.web.conditional import ConditionalGet
 
+    app.add_middleware(ConditionalGet)
     app.include_router(api.router)
     app.include_router(router)
     app.mount(

@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 
 from stackbot.db.probe import database_answers
 from stackbot.taskqueue import queue
+from stackbot.web.landing_metrics import landing_lines
 
 LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 TASK_STATS_TTL_S = 2.0
@@ -81,6 +82,7 @@ class Metrics:
         ]
         for status, count in sorted(self.task_stats(engine).items()):
             lines.append(f'stackbot_tasks{{status="{status}"}} {count}')
+        lines += landing_lines(engine)
         lines += _histogram_lines(latencies, sums)
         return "\n".join(lines) + "\n"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 LOG_NAMES = ("runner.log", "job.log", "log.txt", "slurm.out")
@@ -54,3 +55,28 @@ def tail_line(out_dir: str | None) -> str:
     useful = [line for line in lines if _USEFUL.search(line)]
     chosen = useful[-1] if useful else (lines[-1] if lines else "")
     return chosen[:160]
+
+
+# The lines a reader of a failed job looks for first (as Prow's Spyglass highlights them):
+# pytest's failures and errors, tracebacks, exceptions, a runner's failed verdict, a timeout
+# or a killed rank; never a count of zero ("0 failed").
+_FAILING = re.compile(
+    r"(?<![\w-])(?:FAILED|ERROR|Traceback \(most recent call last\)|[A-Z]\w*(?:Error|Exception)\b"
+    r"|[1-9]\d* (?:failed|errors?)\b|result: (?:failed|error|infra|timeout)\b|timed out|killed"
+    r"|^E {3})"
+)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    number: int  # 1-based, the anchor #L<number>
+    text: str
+    failing: bool
+
+
+def log_lines(text: str) -> list[LogLine]:
+    """A log's lines, numbered, each marked when it tells of a failure."""
+    return [
+        LogLine(number, line, bool(_FAILING.search(line)))
+        for number, line in enumerate(text.splitlines(), start=1)
+    ]

@@ -18,6 +18,7 @@ from stackbot.services import (
     commands,
     deliveries,
     integrate,
+    landing,
     maintenance,
     poll_jobs,
     reconcile,
@@ -27,6 +28,7 @@ from stackbot.services import (
     series_conflicts,
     stack_commands,
     sync,
+    test_alone,
 )
 from stackbot.taskqueue import TaskRegistry, queue
 
@@ -49,6 +51,8 @@ def service_registry(settings: Settings) -> TaskRegistry:
         retarget,
         base_guard,
         stack_commands,
+        test_alone,
+        landing,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
+from sqlmodel import Session, col, select
 
+from stackbot.db.models import Approval, DependencyEdge, PullRequest, Repository
 from tests.support.dashboard_data import seed_series
 
 
@@ -41,7 +44,7 @@ def test_series_page_draws_the_graph_and_tables(client: TestClient, engine: Engi
     assert 'data-pr="8038" data-state="superseded"' in html
     assert "megatron/core/transformer/layer.py" in html
     assert "depends on #8035, which conflicts" in html
-    assert "parent not found" in html and "missing_parent" not in html
+    assert "parent not found" in html and "missing_parent" not in _text(html)  # data-kind keeps it
     assert "main: 14 passed, 9 failed" in _text(html)
     data = client.get("/api/series/6307").json()
     assert [p["number"] for p in data["pulls"]] == [8034, 8035, 8036, 8037, 8038]
@@ -109,10 +112,6 @@ def test_a_pulls_page_says_in_words_what_it_waits_for_and_links_the_series_run(
 ) -> None:
     """Issue 27: a PR left out of the series run links that run and says why; a trusted author
     is not "approved by" anyone; edge sources are words, not `depends_on`."""
-    from sqlmodel import Session, select
-
-    from stackbot.db.models import Approval
-
     seed_series(engine, prs=4)
     with Session(engine) as session:
         approval = session.exec(select(Approval).where(Approval.pr_number == 8034)).one()
@@ -121,16 +120,118 @@ def test_a_pulls_page_says_in_words_what_it_waits_for_and_links_the_series_run(
         session.commit()
     series_run = client.get("/api/series/6307").json()["series_run"]["id"]
     left_out = _text(client.get("/pulls/8035").text)
-    assert f"Series #6307 · run {series_run} : this PR was left out: it conflicts with #8034" in (
-        left_out
-    )
+    assert (
+        f"In series #6307 's latest run ( run {series_run} ): this PR was left out: it "
+        "conflicts with #8034"
+    ) in left_out
     assert f'href="/runs/{series_run}"' in client.get("/pulls/8035").text
-    assert "No jobs yet" not in left_out and "nothing is tested while this PR is in conflict" in (
-        left_out
-    )
+    assert "No jobs yet" not in left_out and "No jobs: its stack did not merge" in left_out
     trusted = _text(client.get("/pulls/8034").text)
     assert "trusted author bob: tested without waiting for a vetter" in trusted
     assert "approved by bob" not in trusted and "trusted " + "1" not in trusted
     assert "depends_on" not in left_out and "“Depends on”" in left_out
     waiting = _text(client.get("/pulls/8036").text)
     assert "waiting for a vetter to comment /ok to test" in waiting
+
+
+def test_stack_list_draws_each_pr_under_what_it_depends_on(
+    client: TestClient, engine: Engine
+) -> None:
+    """#8037 depends on #8035 only: it is drawn right under #8035's subtree, never indented
+    under #8036 (a sibling that also depends on #8034) as a depth-sorted list would."""
+    seed_series(engine, prs=4)
+    with Session(engine) as session:
+        for edge in session.exec(
+            select(DependencyEdge).where(col(DependencyEdge.child).in_([8036, 8037]))
+        ).all():
+            session.delete(edge)
+        repo_id = session.exec(select(Repository.id)).one()
+        session.add(DependencyEdge(repo_id=repo_id, child=8036, parent=8034, source="depends_on"))
+        session.add(DependencyEdge(repo_id=repo_id, child=8037, parent=8035, source="depends_on"))
+        session.commit()
+    html = client.get("/series/6307").text
+    graph = html.split('id="graph"')[1].split('class="legend')[0]
+    drawn = re.findall(r'class="node depth-(\d) [^"]*" role="listitem" data-pr="(\d+)"', graph)
+    assert [(int(n), int(d)) for d, n in drawn] == [(8034, 0), (8035, 1), (8037, 2), (8036, 1)]
+
+
+def test_a_failed_jobs_log_opens_at_its_failing_lines(
+    client: TestClient, engine: Engine, tmp_path: Path
+) -> None:
+    """The log view numbers its lines, highlights the failing ones and lists them at the top
+    (the verdicts' `log: /jobs/N#log` lands there, as Prow's Spyglass does)."""
+    seed_series(engine, prs=2, log_dir=tmp_path / "jobs")
+    failed = [j for j in client.get("/api/jobs").json()["finished"] if j["status"] == "failed"]
+    pages = [client.get(f"/jobs/{job['id']}").text for job in failed]
+    html = next(page for page in pages if 'id="log"' in page)  # main's baselines keep no log
+    highlighted = re.findall(r'<span class="log-line failing" id="L(\d+)">([^<]*)', html)
+    assert [text.split(" - ")[0] for _, text in highlighted] == [
+        "FAILED tests/unit_tests/test_amax_reduction_group.py::test_amax_group"
+    ]
+    first = highlighted[0][0]
+    assert f'data-first-failure="L{first}"' in html
+    assert f'<a href="#L{first}">line {first}</a>' in html
+    assert "[runner] tests: 0 test results" in html  # "0 … results" is not a failure
+
+
+def test_pages_say_things_in_words(client: TestClient, engine: Engine, tmp_path: Path) -> None:
+    """Issue 27's page-side jargon: the index names its problem count (never a bare `0` next to
+    a red run), a job page lists its tree's PRs once, a PR's own test set reads as such."""
+    seed_series(engine, prs=3, log_dir=tmp_path / "jobs")
+    index = _text(client.get("/").text)
+    assert "dependency problems" in index and "1 problem" in index
+    series_job = next(
+        job
+        for job in client.get("/api/jobs").json()["finished"]
+        if job["kind"] == "integration" and job["status"] == "failed"
+    )
+    page = html.unescape(_text(client.get(f"/jobs/{series_job['id']}").text))
+    tested = page.split("Tested ")[1].split(" integration job")[0]
+    assert re.fullmatch(r"the tree of (#\d+'s stack|series #6307): #8034(, #\d+)*", tested), tested
+    from stackbot.web.dashboard import TEMPLATES
+
+    assert TEMPLATES.env.filters["set_name"]("own:8034") == "#8034's own test files"
+
+
+def test_a_page_the_browser_holds_is_answered_304_until_it_changes(
+    client: TestClient, engine: Engine
+) -> None:
+    """Live updates ask "has this page changed?" (If-None-Match): a write elsewhere moves the
+    change token but not the page (304, no body); a write the page shows gives 200 and a new
+    ETag."""
+    seed_series(engine, prs=4)
+    first = client.get("/series/6307")
+    etag = first.headers["etag"]
+    assert first.status_code == 200 and first.headers["cache-control"] == "no-cache"
+    before = client.get("/api/changes").json()["token"]
+    with Session(engine) as session:
+        session.add(Repository(full_name="someone/else", clone_url="file:///nowhere"))
+        session.commit()
+    assert client.get("/api/changes").json()["token"] != before  # the poll sees a change
+    unchanged = client.get("/series/6307", headers={"If-None-Match": etag})
+    assert unchanged.status_code == 304 and unchanged.content == b""
+    assert unchanged.headers["etag"] == etag
+    with Session(engine) as session:
+        pull = session.exec(select(PullRequest).where(PullRequest.number == 8035)).one()
+        pull.title = "A title this page shows"
+        session.add(pull)
+        session.commit()
+    changed = client.get("/series/6307", headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and "A title this page shows" in changed.text
+    assert changed.headers["etag"] != etag
+    assert client.get("/jobs", headers={"If-None-Match": '"stale"'}).status_code == 200
+    jobs_etag = client.get("/jobs").headers["etag"]
+    assert client.get("/jobs", headers={"If-None-Match": jobs_etag}).status_code == 304
+
+
+def test_a_pr_page_says_why_it_has_no_jobs_and_links_the_series_run(
+    client: TestClient, engine: Engine
+) -> None:
+    """#8035's stack conflicts: its page says there is no tree to test (not "No jobs yet") and
+    links the series run with its outcome there, not only its own stack run."""
+    seeded = seed_series(engine, prs=4)
+    page = _text(client.get("/pulls/8035").text)
+    assert "No jobs: its stack did not merge" in page
+    assert "No jobs yet" not in page
+    line = page.split("'s latest run")[1].split("Integration runs")[0]
+    assert f"run {seeded['series_run_id']}" in line

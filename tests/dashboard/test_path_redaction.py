@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from stackbot.config import load_settings
 from stackbot.path_redaction import PathRedactor
 
@@ -39,3 +41,23 @@ def test_a_symlinked_data_directory_is_known_by_both_names(tmp_path: Path) -> No
 def test_a_relative_directory_masks_no_ordinary_word() -> None:
     paths = PathRedactor([("data", "<data>")])
     assert paths.redact("the data is fine") == "the data is fine"
+
+
+def test_a_data_directory_written_relative_to_the_working_directory_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`STACKBOT_DATA_DIR=data stackbot demo` logs its mirrors as data/demo/stackbot/mirrors/…
+    (issue 27): that spelling is a server path too, wherever the data directory was given
+    absolute or relative; the same words inside a repository path stay."""
+    monkeypatch.chdir(tmp_path)
+    line = (
+        "setup: fetching 3f2a from data/demo/stackbot/mirrors/Megatron-LM.git into "
+        "./data/demo/stackbot/runner-cache/trees/3f2a; tests/data/demo/stackbot/x.py stays"
+    )
+    expected = (
+        "setup: fetching 3f2a from <data>/mirrors/Megatron-LM.git into "
+        "<runner-cache>/trees/3f2a; tests/data/demo/stackbot/x.py stays"
+    )
+    for data_dir in (Path("data/demo/stackbot"), tmp_path / "data" / "demo" / "stackbot"):
+        settings = load_settings(dev=True, data_dir=data_dir)
+        assert PathRedactor.from_settings(settings).redact(line) == expected

@@ -5,11 +5,13 @@ at 1400 and 390 px. Screenshots are saved as artifacts (series50-<width>.png).""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine
@@ -18,7 +20,7 @@ from sqlmodel import Session, select
 from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import load_settings
 from stackbot.db.engine import session_scope
-from stackbot.db.models import PullRequest, Series
+from stackbot.db.models import PullRequest, Repository, Series
 from stackbot.domain.report import render_sticky_comment
 from stackbot.domain.report_checks import (
     render_approval_check,
@@ -38,7 +40,15 @@ LAYER = "megatron/core/transformer/transformer_layer.py"
 
 
 @pytest.fixture
-def site(engine: Engine, tmp_path: Path) -> Iterator[tuple[str, list[PrReportView]]]:
+def answers() -> list[tuple[str, int, bool]]:
+    """(path, status, whether the request was conditional) of every GET the site answered."""
+    return []
+
+
+@pytest.fixture
+def site(
+    engine: Engine, tmp_path: Path, answers: list[tuple[str, int, bool]]
+) -> Iterator[tuple[str, list[PrReportView]]]:
     seed_series(engine, prs=PRS, first=FIRST, log_dir=tmp_path / "jobs")
     pairs = [
         {"a": FIRST + i, "b": FIRST + i + 7, "conflicts": [{"path": LAYER, "type": "contents"}]}
@@ -63,6 +73,15 @@ def site(engine: Engine, tmp_path: Path) -> Iterator[tuple[str, list[PrReportVie
     app.state.settings = settings
     exposure.install(app, settings)
     dashboard.install(app)
+
+    @app.middleware("http")
+    async def record(request: Any, call_next: Any) -> Any:
+        response = await call_next(request)
+        if request.method == "GET":
+            conditional = "if-none-match" in request.headers
+            answers.append((request.url.path, response.status_code, conditional))
+        return response
+
     server = BackgroundServer(port=0, name="series50")
     with server.serving(app):
         yield server.url, views
@@ -148,6 +167,7 @@ def test_live_updates_patch_the_page_without_reloading(
     site: Any,
     browser: Any,
     engine: Engine,
+    answers: list[tuple[str, int, bool]],
 ) -> None:
     url, _ = site
     context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -156,13 +176,84 @@ def test_live_updates_patch_the_page_without_reloading(
         page.goto(url + "/series/6307")
         page.evaluate("window.__not_reloaded = 42")
         page.mouse.move(1, 1)  # away from anything with a tooltip
+        # A write the page does not show: the change token moves, the page is asked for
+        # again only conditionally and answered 304 (no body).
+        with session_scope(engine) as session:
+            session.add(Repository(full_name="someone/else", clone_url="file:///nowhere"))
+        deadline = time.monotonic() + 20
+        while ("/series/6307", 304, True) not in answers and time.monotonic() < deadline:
+            page.wait_for_timeout(200)
+        assert ("/series/6307", 304, True) in answers, answers
+        assert [a for a in answers if a[0] == "/series/6307" and a[1] == 200 and a[2]] == []
         with session_scope(engine) as session:
             pull = session.exec(select(PullRequest).where(PullRequest.number == FIRST)).one()
             pull.title = "A title changed while the page was open"
             pull.synced_at = datetime.now(UTC)
             session.add(pull)
         page.wait_for_selector("text=A title changed while the page was open", timeout=20_000)
+        assert ("/series/6307", 200, True) in answers  # this change was sent in full
         assert page.evaluate("window.__not_reloaded") == 42
         assert "updated" in page.locator("#live").inner_text()
     finally:
         context.close()
+
+
+PAGES = (
+    "/series/6307",
+    f"/pulls/{FIRST + 1}",
+    "/runs/1",
+    "/jobs",
+    "/jobs/1",
+    "/",
+    "/tasks",
+    "/maintenance",
+    "/series/6307/gpu",
+    "/series/6307/flaky",
+)
+# Every PR number, SHA and pill inside a table cell: an inline box split over two lines has
+# two client rectangles (`#803` / `4`, `fdc5ec` / `f`).
+SPLIT = """() => Array.from(document.querySelectorAll(
+    'td a.pr, th a.pr, td code.sha, th code.sha, td .pill, td a[href^="/pulls/"], td a[href^="/series/"]'))
+  .filter(e => e.getClientRects().length > 1).map(e => e.textContent)"""
+
+
+def test_layout_holds_at_1400_and_390_px(site: Any, browser: Any) -> None:
+    """Issue 27's layout facts on a 50-PR series: no PR number or SHA split across lines in
+    any table cell and no horizontal page scroll, at 1400 and 390 px, on every page; the series
+    summary (counts, what needs action, the conflicting pairs) above the first fold at 1400 px;
+    a step's conflicts readable on a phone."""
+    url, _ = site
+    conflicting = next(
+        run["id"]
+        for run in httpx.get(f"{url}/api/pulls/{FIRST + 1}").json()["runs"]
+        if run["status"] == "conflict"
+    )
+    heights: dict[str, int] = {}
+    for width in (1400, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        try:
+            for path in (*PAGES, f"/runs/{conflicting}"):
+                page.goto(url + path)
+                wide = page.evaluate("document.documentElement.scrollWidth")
+                assert wide <= width, f"{path} is {wide} px wide at {width} px"
+                split = page.evaluate(SPLIT)
+                assert split == [], f"{path} at {width} px splits {split[:5]}"
+                heights[f"{path} at {width} px"] = page.evaluate(
+                    "document.documentElement.scrollHeight"
+                )
+            page.goto(url + "/series/6307")
+            summary = page.locator("#summary").bounding_box()
+            assert summary is not None
+            if width == 1400:
+                bottom = summary["y"] + summary["height"]
+                assert bottom <= 900, f"the summary ends at {bottom} px, below the fold"
+            assert page.locator("#pairs-summary .pair").count() == 5
+            assert page.locator("#counts .pill").count() >= 4
+            page.goto(f"{url}/runs/{conflicting}")
+            cell = page.locator("table.steps td.conflicts").filter(has_text="conflicts with")
+            box = cell.first.bounding_box()
+            assert box is not None and box["width"] >= 0.8 * (width - 40 if width < 700 else 300)
+        finally:
+            context.close()
+    print("page heights:", heights)  # -s shows them: before/after figures for the issue

@@ -11,23 +11,29 @@ import httpx
 import pytest
 
 from tests.demo.conftest import DemoRun
+from tests.support import required_checks
 from tests.support.browser import artifacts_dir
 
 REPO = "NVIDIA/Megatron-LM"
 PRS = (8034, 8035, 8748, 8050)
 WIDTHS = (1400, 390)
 # What a reviewer should read first on each PR. Series-first testing (issue 13) tests #8034 on
-# the series tree, which holds #8035's fix: "ready" there. One part of the demo depends on
+# the series tree, which holds #8035's fix and #8748: it passes there, but its own tree (main +
+# #8034) was not tested, so "passes with the series", not "ready" (issue 24); the same for
+# #8035; #8748's own tree is the series tree: "ready". One part of the demo depends on
 # timing: when the worker integrates the series before maintainer-p's `/ok to test` on #8748
 # has been processed, the series tree cannot be tested yet and the stacks are tested instead
 # (so an approved PR is not held back). #8034's own stack then shows its two failures that also
-# fail on main: "no regressions" (amber), which is as true, and still never red.
+# fail on main: "no regressions" (amber), which is as true, and still never red; #8035's own
+# stack passes: "ready".
 EXPECTED = {
-    8034: {"ready", "no regressions"},
-    8035: {"ready"},
+    8034: {"passes with the series", "no regressions"},
+    8035: {"passes with the series", "ready"},
     8748: {"ready"},
     8050: {"conflict"},
 }
+SERIES = (8034, 8035, 8748)
+REQUIRED = ("stackbot/tests: amax-group 1x4",)
 
 
 def _api(demo: DemoRun, path: str) -> Any:
@@ -103,10 +109,12 @@ def test_8034_is_not_shown_as_failing(demo: DemoRun) -> None:
     pull = _api(demo, "/pulls/8034")["pull"]
     verdict = pull["verdict"]
     assert verdict["tone"] != "bad", verdict
-    if verdict["label"] == "ready":
+    if verdict["label"] == "passes with the series":
         # tested on the series tree only: the verdict names that tree, not #8034's own stack
-        assert pull["display_state"] == "ready" and verdict["tone"] == "ok"
-        assert "series integration" in _first_line(comment), _first_line(comment)
+        assert pull["display_state"] == "passes-with-the-series" and verdict["tone"] == "ok"
+        first = _first_line(comment)
+        assert "as part of the series tree with #8035, #8748" in first, first
+        assert first.endswith("land with the series, or `/stackbot test-alone`"), first
     else:  # its stack was tested first (see EXPECTED): main's failures, amber
         assert verdict["label"] == "no regressions" and verdict["tone"] == "warn", verdict
         assert "also fail" in comment or "fail on main" in comment, comment
@@ -165,3 +173,27 @@ def test_a_prs_page_shows_only_its_own_test_files_among_the_series_trees_tests(
     row = series[series.index('<tr data-pr="8034" data-verdict') :]
     row = row[: row.index("</tr>")]
     assert "own:8034" in row and "own:8035" not in row, row
+
+
+def test_every_pr_of_the_tested_tree_has_the_required_test_checks_naming_the_tree(
+    demo: DemoRun,
+) -> None:
+    """Issue 24: a rule requiring `stackbot/tests: amax-group 1x4` is satisfied on #8034, #8035
+    and #8748 (read through GitHub's checks/list-for-ref), and each check run names the tree
+    its tests ran on and compares it with main."""
+    token = httpx.post(
+        f"{demo.github_url}/_standin/tokens", json={"login": "maintainer-p"}, timeout=10
+    ).json()["token"]
+    for number in SERIES:
+        head = _api(demo, f"/pulls/{number}")["pull"]["head_sha"]
+        runs = required_checks.check_runs_for_ref(demo.github_url, token, REPO, head)
+        assert required_checks.missing(runs, REQUIRED) == [], (number, runs)
+        names = [run["name"] for run in runs]
+        assert len(names) == len(set(names)), names  # one check run per name on a head
+        for run in runs:
+            if not run["name"].startswith("stackbot/tests: "):
+                continue
+            summary = run["output"]["summary"]
+            tree = next(line for line in summary.splitlines() if line.startswith("- tested on "))
+            assert f"#{number}" in tree and "on main `" in tree, tree
+            assert "- compared with main `" in summary, summary

@@ -8,7 +8,9 @@ after each one
 
 from __future__ import annotations
 
+import subprocess
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +137,58 @@ def test_an_approval_holds_for_one_commit_only(world: World) -> None:
     body = world.sticky(12)[1]
     assert "approved by @bob" in body
     assert sum(_originals(world).values()) == originals  # same trees: results reused, not rerun
+
+
+def _rev(world: World, ref: str) -> str:
+    bare = str(world.control.repo(REPO).bare_path)
+    done = subprocess.run(["git", "-C", bare, "rev-parse", ref], capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def _rebase_onto_main(world: World, tmp_path: Path, branch: str, pusher: str) -> str:
+    """What the author does locally: rebase the branch onto main, keeping every commit (the
+    empty one too), and force-push it."""
+    c = world.control
+    work = tmp_path / "clone"
+    bare = str(c.repo(REPO).bare_path)
+    subprocess.run(["git", "clone", "--quiet", bare, str(work)], check=True)
+    git = ["git", "-C", str(work), "-c", "user.name=carol", "-c", "user.email=carol@example.com"]
+    subprocess.run([*git, "checkout", "--quiet", branch], check=True)
+    subprocess.run([*git, "rebase", "--quiet", "--keep-empty", "origin/main"], check=True)
+    return str(c.push_from(REPO, work, branch, pusher=pusher))
+
+
+def test_a_rebase_that_keeps_the_patch_carries_the_approval(world: World, tmp_path: Path) -> None:
+    c = world.control
+    approved = c.pull(REPO, 12).head_sha
+    c.commit(REPO, "main", {"docs/moved.md": "main moved\n"}, message="Move main", author="bob")
+    world.settle()
+    originals = sum(_originals(world).values())
+    head = _rebase_onto_main(world, tmp_path, "follow-up", "carol")
+    assert head != approved
+    world.settle()
+    body = world.sticky(12)[1]
+    assert f"approved by @bob — approval of `{approved[:7]}` carried: same patch" in body, body
+    assert "waiting for a vetter" not in body
+    [check] = [r for r in c.check_runs(REPO, head) if r.name == "stackbot/approval"]
+    assert check.conclusion == "success" and "carried: same patch" in (check.title or "")
+    # main + #11 + the rebased #12 is the tree already tested after main moved: reused.
+    assert sum(_originals(world).values()) == originals
+
+
+def test_a_rebase_that_changes_the_patch_waits_for_a_vetter(world: World) -> None:
+    c = world.control
+    approved = c.pull(REPO, 12).head_sha
+    main = _rev(world, "refs/heads/main")
+    head = c.commit(
+        REPO,
+        "follow-up",
+        {"pkg/core.py": "def value():\n    return 3\n"},
+        message="Use the feature",
+        author="carol",
+        parent=main,
+    )
+    assert head != approved
+    world.settle()
+    body = world.sticky(12)[1]
+    assert "waiting for a vetter" in body and "does not carry over" in body, body

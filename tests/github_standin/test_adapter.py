@@ -182,3 +182,31 @@ def test_a_malformed_repository_name_is_bad_input(client: GitHubClient) -> None:
     with pytest.raises(GitHubConfigError, match="owner/name") as raised:
         client.get_pull("not a repo", 1)
     assert isinstance(raised.value, BadInput)
+
+
+def test_the_landing_calls(app_settings: Settings, standin: StandinWorld) -> None:
+    from stackbot.adapters.github import GitHubRejected
+    from stackbot.domain.records import MergeRules, ReviewRecord
+
+    client = GitHubClient.from_settings(app_settings)  # the App: check runs, contents: write
+    bottom, top = _series(standin)
+    c, repo = standin.control, standin.repo
+    assert client.merge_rules(repo, "main") == MergeRules()  # unprotected: 404 → nothing
+    c.protect_branch(repo, "main", required_checks=["ci"], approvals=1, dismiss_stale_reviews=True)
+    assert client.merge_rules(repo, "main") == MergeRules(("ci",), 1, True)
+    head = c.pull(repo, bottom).head_sha
+    c.approve(repo, bottom, "bob")
+    assert client.list_reviews(repo, bottom) == [ReviewRecord("bob", "APPROVED", head)]
+    client.create_check_run(repo, head, "ci", status="in_progress", title="t", summary="s")
+    client.create_commit_status(repo, head, state="success", context="lint", description="ok")
+    assert client.check_outcomes(repo, head) == {"ci": "pending", "lint": "success"}
+    with pytest.raises(GitHubRejected) as refused:
+        client.merge_pull(repo, bottom, sha=head, method="squash")
+    assert refused.value.status == 405 and 'Required status check "ci"' in refused.value.detail
+    c.protect_branch(repo, "main")
+    with pytest.raises(GitHubRejected) as moved:
+        client.merge_pull(repo, bottom, sha=c.pull(repo, top).head_sha, method="squash")
+    assert moved.value.status == 409
+    tip = client.merge_pull(repo, bottom, sha=head, method="squash")
+    assert client.branch_sha(repo, "main") == tip
+    assert len(client.commit_tree(repo, tip)) == 40

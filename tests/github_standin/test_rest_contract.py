@@ -166,7 +166,85 @@ SCENARIOS: dict[str, tuple[int, Call]] = {
     "pull-request-stacks/get": (200, lambda s: s.user.get(f"{s.repo_path}/stacks/1")),
     "pull-request-stacks/create": (201, lambda s: _stack_two_more(s)),
     "repos/get": (200, lambda s: s.user.get(s.repo_path)),
+    "pulls/merge": (200, lambda s: _merge_fresh(s, "squash")),
+    "pulls/check-if-merged": (
+        204,
+        lambda s: s.user.get(f"{s.repo_path}/pulls/{_merged_number(s)}/merge"),
+    ),
+    "pulls/list-reviews": (200, lambda s: s.user.get(f"{s.repo_path}/pulls/{s.bottom}/reviews")),
+    "pulls/create-review": (
+        200,
+        lambda s: s.user.post(f"{s.repo_path}/pulls/{s.bottom}/reviews", json={"event": "APPROVE"}),
+    ),
+    "repos/get-branch-protection": (200, lambda s: _protection_of(s)),
+    "repos/update-branch-protection": (200, lambda s: _protect(s, "amax-group")),
+    "repos/delete-branch-protection": (204, lambda s: _unprotect(s)),
 }
+
+
+def _fresh_pull(s: Scene, branch: str) -> tuple[int, str]:
+    pull = s.world.control.open_pull(
+        s.world.repo, author="alice", head=branch, title=branch, files={f"{branch}.txt": "x\n"}
+    )
+    return pull.number, pull.head_sha
+
+
+def _merge_fresh(s: Scene, method: str) -> httpx.Response:
+    number, head = _fresh_pull(s, f"land-{method}")
+    return s.bot.put(
+        f"{s.repo_path}/pulls/{number}/merge", json={"sha": head, "merge_method": method}
+    )
+
+
+def _merged_number(s: Scene) -> int:
+    number, head = _fresh_pull(s, "land-done")
+    s.world.control.merge_pull(s.world.repo, number, merger="bob", sha=head)
+    return number
+
+
+def _admin(s: Scene) -> httpx.Client:
+    control = s.world.control
+    control.set_permission(s.world.repo, "root", "admin")
+    return httpx.Client(
+        base_url=s.world.url,
+        headers={"Authorization": f"token {control.create_token('root')}"},
+        timeout=30,
+    )
+
+
+PROTECTION = {
+    "required_status_checks": {"strict": False, "contexts": ["stackbot/integration"]},
+    "enforce_admins": True,
+    "required_pull_request_reviews": {"required_approving_review_count": 1},
+    "restrictions": None,
+}
+
+
+def _protect(s: Scene, branch: str = "main") -> httpx.Response:
+    with _admin(s) as admin:
+        return admin.put(f"{s.repo_path}/branches/{branch}/protection", json=PROTECTION)
+
+
+def _unprotect(s: Scene) -> httpx.Response:
+    s.world.control.commit(s.world.repo, "guarded", {"g": "1\n"}, message="g", author="bob")
+    _protect(s, "guarded")
+    with _admin(s) as admin:
+        return admin.delete(f"{s.repo_path}/branches/guarded/protection")
+
+
+def _refused_by_protection(s: Scene) -> httpx.Response:
+    s.world.control.commit(s.world.repo, "guarded2", {"g": "1\n"}, message="g", author="bob")
+    _protect(s, "guarded2")
+    pull = s.world.control.open_pull(
+        s.world.repo, author="alice", head="g2-feat", base="guarded2", title="t", files={"h": "1\n"}
+    )
+    return s.bot.put(f"{s.repo_path}/pulls/{pull.number}/merge", json={"sha": pull.head_sha})
+
+
+def _protection_of(s: Scene) -> httpx.Response:
+    s.world.control.commit(s.world.repo, "guarded3", {"g": "1\n"}, message="g", author="bob")
+    _protect(s, "guarded3")
+    return s.user.get(f"{s.repo_path}/branches/guarded3/protection")
 
 
 def _public_member(s: Scene) -> httpx.Response:
@@ -278,6 +356,33 @@ ERROR_SCENARIOS: dict[str, list[tuple[int, Call]]] = {
     "apps/get-repo-installation": [(404, lambda s: s.app.get("/repos/someone/else/installation"))],
     "checks/rerequest-run": [(404, lambda s: s.bot.post(f"{s.repo_path}/check-runs/1/rerequest"))],
     "pull-request-stacks/list": [(404, lambda s: s.user.get("/repos/NVIDIA/nope/stacks"))],
+    "pulls/merge": [
+        (
+            409,
+            lambda s: s.bot.put(f"{s.repo_path}/pulls/{s.top}/merge", json={"sha": s.bottom_sha}),
+        ),
+        (405, lambda s: s.bot.put(f"{s.repo_path}/pulls/{_merged_number(s)}/merge")),
+        (405, lambda s: _refused_by_protection(s)),
+        (
+            422,
+            lambda s: s.bot.put(
+                f"{s.repo_path}/pulls/{s.top}/merge", json={"merge_method": "fast-forward"}
+            ),
+        ),
+    ],
+    "pulls/check-if-merged": [(404, lambda s: s.user.get(f"{s.repo_path}/pulls/{s.top}/merge"))],
+    "pulls/create-review": [
+        (
+            422,
+            lambda s: s.user.post(f"{s.repo_path}/pulls/{s.top}/reviews", json={"event": "LGTM"}),
+        ),
+    ],
+    "repos/get-branch-protection": [
+        (404, lambda s: s.user.get(f"{s.repo_path}/branches/amax-tests/protection")),
+    ],
+    "repos/update-branch-protection": [
+        (403, lambda s: s.user.put(f"{s.repo_path}/branches/main/protection", json=PROTECTION)),
+    ],
     "pull-request-stacks/create": [
         (422, lambda s: s.bot.post(f"{s.repo_path}/stacks", json={"pull_requests": [8035, 8034]})),
     ],

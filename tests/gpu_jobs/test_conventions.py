@@ -110,6 +110,7 @@ def test_a_target_needing_four_ranks_run_on_two_is_reported_as_such(tmp_path: Pa
     needs = ("--min-world-size", f"{target}=4")
     _done, result = run_on(tree, tmp_path / "out", target, extra=needs)
     assert result.status == "error", result.message
+    assert result.error_of == "configuration"  # not judged: never the tree's failure
     assert result.message == (
         f"{target} needs 4 ranks and ran on 2 (shape 1x2): 2 of its tests failed or errored "
         "and are not judged; run it on a shape of at least 4 ranks"

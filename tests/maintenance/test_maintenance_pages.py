@@ -153,3 +153,31 @@ def test_a_dry_run_shows_disk_use_now_and_after(
     report = json.loads(_cli("run", "--dry-run", "--json", env=env).stdout)
     assert report["usage_before"]["job_output"]["count"] == 1
     assert report["usage"]["job_output"]["count"] == 0
+
+
+def test_a_round_that_freed_bytes_but_removed_nothing_says_where(
+    client: TestClient, engine: Engine
+) -> None:
+    """Issue 27: "freed 648 KiB" next to "removed: nothing" read as a contradiction; a repack
+    frees bytes while removing no file, and the row says so."""
+    from datetime import UTC, datetime
+
+    from sqlmodel import Session
+
+    from stackbot.db.models import MaintenanceRun
+
+    with Session(engine) as session:
+        session.add(
+            MaintenanceRun(
+                trigger="schedule",
+                finished_at=datetime.now(UTC),
+                freed={"mirrors": 663552, "job_output": 0},
+                summary={"run_refs_removed": 0, "job_dirs_removed": 0},
+            )
+        )
+        session.commit()
+    row = _text(client.get("/maintenance").text).split("scheduled")[1]
+    assert "no files removed ; freed in git mirrors 648.0 KiB" in row, row
+    assert client.get("/api/maintenance").json()["rounds"][0]["freed_in"] == [
+        ["git mirrors", 663552]
+    ]

@@ -6,6 +6,7 @@ check run."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -14,7 +15,9 @@ from sqlmodel import Session
 from benchmarks.plan_sim import Injected, Simulation
 from stackbot.config import Settings
 from stackbot.db import jobs_store
+from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun
+from stackbot.domain.quarantine import QuarantinePolicy
 from stackbot.domain.report import render_sticky_comment
 from stackbot.domain.report_checks import render_series_tests_check
 from stackbot.domain.report_view import (
@@ -25,6 +28,7 @@ from stackbot.domain.report_view import (
     StackView,
     StepView,
 )
+from stackbot.services import quarantine
 from stackbot.services.report_findings import series_findings
 from stackbot.services.report_rows import run_test_rows
 from stackbot.web.readmodel.cells import cells_of_runs
@@ -132,6 +136,34 @@ def test_a_flaky_test_is_listed_with_both_runs_and_blames_no_one(
         assert check is not None and check.conclusion == "success"
 
 
+def test_a_quarantined_tests_failure_is_shown_and_not_counted(
+    engine: Engine, settings: Settings
+) -> None:
+    settings = settings.model_copy(update={"test_plan_policy": "series-first"})
+    sim = Simulation(engine, settings, prs=PRS, injected=Injected(flaky_at=[3]))
+    nodeid = "tests/unit_tests/test_layer_3.py::test_flaky_3"
+    with session_scope(engine) as session:
+        quarantine.quarantine_by_maintainer(
+            session, sim.repo_id, nodeid, login="maintainer", policy=QuarantinePolicy()
+        )
+    run_id = sim.push().series_run
+    sim.drive()
+    [finding] = sim.findings(run_id)
+    assert finding.failure_class == "quarantined"
+    view = replace(_views(sim, run_id)[5], url="http://stackbot.example:8000/pr/NVIDIA/x/5")
+    comment = render_sticky_comment(view)
+    _keep("quarantined-5.md", comment)
+    assert (
+        "1 quarantined test failed (not counted): "
+        "[quarantined tests](http://stackbot.example:8000/quarantine)"
+    ) in comment
+    assert f"🔕 quarantined: `{nodeid}` (amax-group 1x4) failed in job" in comment
+    assert "new failures" not in comment and "Introduced by this PR" not in comment
+    check = render_series_tests_check(view)
+    assert check is not None and check.conclusion == "success"
+    assert check.title == "no counted failures: 1 quarantined test failed (not counted)"
+
+
 def test_a_failure_on_main_is_pre_existing_and_amber(engine: Engine, settings: Settings) -> None:
     sim, run_id = _sim(engine, settings, Injected(broken_on_main=True))
     views = _views(sim, run_id)
@@ -162,7 +194,7 @@ def test_the_run_page_lists_each_failing_test_with_its_class_and_pr(
     _keep("run-page.html", page)
     assert "<h2>Failing tests</h2>" in page
     assert "<code>tests/unit_tests/test_layer_4.py::test_fail_4</code>" in page
-    assert '<td>new</td>\n<td><a href="/pulls/4">#4</a></td>' in page
+    assert '<td>new</td>\n<td><a class="pr" href="/pulls/4">#4</a></td>' in page
     assert "<td>flaky (passed on a rerun)</td>" in page
     failed, passed = flaky.evidence["failed_in"][0], flaky.evidence["passed_in"][0]
     assert f"failed in job {failed}, passed in job {passed}" in page

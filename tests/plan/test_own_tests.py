@@ -53,6 +53,34 @@ def _own(body: str) -> OwnTests | None:
 # -- the [own_tests] table --------------------------------------------------------------------
 
 
+def test_a_file_runs_on_the_ranks_its_tests_need_never_fewer() -> None:
+    """Megatron's unit tests are written for 8 ranks (issue 24 point 6): an own test file under
+    them runs at 2x4 where nodes have 4 GPUs, 1x8 where they have 8, never at 1x4, and its job
+    knows the convention (a target short of ranks is not judged)."""
+    body = '[own_tests]\ndefault_shapes = ["1x4"]\nmin_world_size = { "tests/unit_tests" = 8 }\n'
+    own = _own(body)
+    assert own is not None
+    grid = "tests/unit_tests/test_hyper_comm_grid.py"
+    assert [str(s) for s in own.shapes_for(grid)] == ["2x4"]
+    test_set = own.test_set(8035, (grid,), "2x4")
+    assert test_set.min_world_size == {"tests/unit_tests": 8}
+    spec = test_set.job_spec(job_id="j", shape="2x4", checkout="/tree")
+    assert spec.needed_world_size(grid + "::t") is None  # enough ranks: judged
+    short = own.test_set(8035, (grid,), "1x4").job_spec(job_id="j", shape="1x4", checkout="/t")
+    assert short.needed_world_size(grid + "::t") == ("tests/unit_tests", 8)  # else: not judged
+    eight = _own(body.replace('["1x4"]', '["1x8"]'))
+    assert eight is not None and [str(s) for s in eight.shapes_for(grid)] == ["1x8"]
+    both = _own(
+        body + 'rules = [{ glob = "tests/unit_tests/dist/*.py", shapes = ["1x4", "2x4"] }]\n'
+    )
+    assert both is not None
+    assert [str(s) for s in both.shapes_for("tests/unit_tests/dist/test_x.py")] == ["2x4"]
+    few = _own(body.replace('"tests/unit_tests" = 8', '"tests/unit_tests/small" = 2'))
+    assert few is not None and [str(s) for s in few.shapes_for(grid)] == ["1x4"]
+    with pytest.raises(TestSetError, match="min_world_size"):
+        _own(body.replace("= 8", "= 0"))
+
+
 def test_the_table_is_read_with_rules_first_match_wins() -> None:
     own = _own(
         "[own_tests]\n"
@@ -646,7 +674,7 @@ def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
     # main has test_ctx.py and its job has not run: main's side is pending
     assert row.comparison is not None and row.comparison.main_counts is None
     check = render_check_run(view, "own:8035", "1x4")
-    assert check.name == "stackbot / own:8035 1x4" and check.conclusion == "success"
+    assert check.name == "stackbot/tests: own files" and check.conclusion == "success"
     # Main has none of 8034's files (no baseline): its side is empty, not pending.
     assert [(r.test_set, r.shape) for r in rows_8034] == [("own:8034", "1x4"), ("own:8034", "2x4")]
     comparison = rows_8034[0].comparison

@@ -17,6 +17,7 @@ from stackbot.domain.test_plan import (
     FLAKY,
     NEW,
     PRE_EXISTING,
+    QUARANTINED,
     RETRY,
     SUSPECT,
     TREE,
@@ -38,6 +39,10 @@ class Model:
     fail_at: Mapping[str, int] = field(default_factory=dict)  # nodeid -> first failing layer
     flaky_at: Mapping[str, int] = field(default_factory=dict)  # fails on a tree's 1st run
     main_fails: frozenset[str] = frozenset()
+    added: frozenset[str] = frozenset()  # tests of fail_at/flaky_at that main does not have
+    quarantined: frozenset[str] = frozenset()
+    flaky_runs: Mapping[str, int] = field(default_factory=dict)  # runs of the tree failing it
+    run_number: int = 1
     infra_nodes: list[str] = field(default_factory=list)  # the next jobs' nodes fail as infra
     jobs: list[JobFact] = field(default_factory=list)
     runs_per_tree: dict[int, int] = field(default_factory=dict)
@@ -53,7 +58,8 @@ class Model:
                 tests[nodeid] = "failed"
         for nodeid, k in self.flaky_at.items():
             if layer >= k:
-                tests[nodeid] = "failed" if first_run and layer == self.prs else "passed"
+                fails = self.flaky_runs.get(nodeid, 1) >= self.run_number
+                tests[nodeid] = "failed" if fails and layer == self.prs else "passed"
         for nodeid in self.main_fails:
             tests[nodeid] = "failed"
         return tests
@@ -61,7 +67,8 @@ class Model:
     def main(self) -> dict[str, str]:
         tests = {"test_base": "passed"}
         tests.update({nodeid: "failed" for nodeid in self.main_fails})
-        tests.update({nodeid: "passed" for nodeid in self.flaky_at})
+        tests.update({nodeid: "passed" for nodeid in self.flaky_at if nodeid not in self.added})
+        tests.update({nodeid: "passed" for nodeid in self.fail_at if nodeid not in self.added})
         return tests
 
     def run(self, plan: TreePlan) -> None:
@@ -75,6 +82,7 @@ class Model:
                 node = f"node-{len(self.jobs) % 3}"
                 runs += 1
                 self.runs_per_tree[layer] = runs
+                self.run_number = runs
                 tests = self.tests_at(layer, first_run=runs == 1)
                 failing = any(o == "failed" for o in tests.values())
                 status = "failed" if failing else "passed"
@@ -101,6 +109,7 @@ class Model:
                 main={c: self.main() for c in configs},
                 bisect=bisect,
                 target_pr=PrNumber(self.prs),
+                quarantined=self.quarantined,
             )
             if not plan.wanted:
                 return plan
@@ -250,3 +259,82 @@ def test_each_configuration_is_planned_on_its_own() -> None:
         ("amax-group", 2),
         ("blockwise-recipe", 2),
     ]
+
+
+def test_a_rerun_that_is_infra_on_every_retry_ends_as_an_unattributed_failure() -> None:
+    # The tree fails test_new; its confirming rerun and both retries land on broken nodes.
+    model = Model(prs=5, fail_at={"test_new": 3})
+    model.run(plan_tree(layers=model.layers, configs=[AMAX], jobs=[], main={}, bisect=True))
+    model.infra_nodes = ["bad-1", "bad-2", "bad-3"]
+    plan = model.settle()
+    assert [j.purpose for j in model.jobs] == [TREE, CONFIRM, RETRY, RETRY]
+    # Final: nothing is waited for or wanted, and the failure counts (attributed to no PR).
+    assert plan.final and plan.wanted == []
+    assert _classes(plan) == {"test_new": (NEW, None)}
+    assert "not confirmed" in plan.findings[0].evidence["note"]
+    assert plan.findings[0].evidence["jobs"] == [1, 2, 3, 4]
+
+
+def test_failing_tests_of_one_configuration_share_every_probe_until_their_answers_differ() -> None:
+    # Three tests introduced by one PR cost what one costs: the confirming rerun and the
+    # bisection of one interval.
+    one = Model(prs=50, fail_at={"test_a": 19})
+    one.settle()
+    three = Model(prs=50, fail_at={"test_a": 19, "test_b": 19, "test_c": 19})
+    plan = three.settle()
+    assert {f.pr for f in plan.findings} == {19}
+    assert _extra_jobs(three) == _extra_jobs(one) <= math.ceil(math.log2(50)) + 1
+    # Two tests of different PRs: the probes before their intervals part are shared, so the
+    # pair costs less than two bisections.
+    pair = Model(prs=50, fail_at={"test_a": 7, "test_b": 8})
+    plan = pair.settle()
+    assert _classes(plan) == {"test_a": (NEW, 7), "test_b": (NEW, 8)}
+    assert _extra_jobs(pair) <= math.ceil(math.log2(50)) + 2
+    probes = [j.step_position for j in pair.jobs if j.purpose == BISECT]
+    assert len(probes) == len(set(probes))
+
+
+def test_a_new_tests_failure_is_never_retried_into_green() -> None:
+    # test_added is not on main (main's result lacks it): PR 3 added it, and it fails once
+    # only. It is not rerun, so it is never flaky (nor evidence for a quarantine): it is new.
+    model = Model(prs=5, flaky_at={"test_added": 3}, added=frozenset({"test_added"}))
+    plan = model.settle()
+    assert _classes(plan) == {"test_added": (NEW, 5)}
+    assert CONFIRM not in [j.purpose for j in model.jobs]
+    # The same flake in a test main has is rerun and found flaky.
+    old = Model(prs=5, flaky_at={"test_old": 3})
+    assert _classes(old.settle()) == {"test_old": (FLAKY, None)}
+
+
+def test_a_quarantined_tests_flake_is_shown_as_quarantined_not_counted() -> None:
+    model = Model(prs=5, flaky_at={"test_q": 2}, quarantined=frozenset({"test_q"}))
+    plan = model.settle()
+    assert _classes(plan) == {"test_q": (QUARANTINED, None)}
+    assert plan.final and [j.purpose for j in model.jobs] == [TREE, CONFIRM]
+
+
+def test_a_quarantined_test_failing_twice_gets_a_third_run_and_passing_it_is_not_counted() -> None:
+    model = Model(
+        prs=5,
+        flaky_at={"test_q": 2},
+        flaky_runs={"test_q": 4},
+        quarantined=frozenset({"test_q"}),
+    )
+    plan = model.settle()
+    assert _classes(plan) == {"test_q": (QUARANTINED, None)}
+    assert [(j.purpose, j.attempt) for j in model.jobs] == [
+        (TREE, 1),
+        (CONFIRM, 2),
+        (CONFIRM, 3),
+        (CONFIRM, 4),
+        (CONFIRM, 5),
+    ]
+    # Without the quarantine, two failures on the same tree are a new failure.
+    plain = Model(prs=5, flaky_at={"test_q": 2}, flaky_runs={"test_q": 2})
+    assert _classes(plain.settle())["test_q"][0] == NEW
+
+
+def test_a_quarantined_test_that_fails_every_time_is_a_failure() -> None:
+    model = Model(prs=8, fail_at={"test_q": 6}, quarantined=frozenset({"test_q"}))
+    plan = model.settle()
+    assert _classes(plan) == {"test_q": (NEW, 6)}

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
+from sqlmodel import Session
 
 from benchmarks.plan_sim import Injected, Simulation
 from stackbot.config import Settings
+from stackbot.db import jobs_store
 
 
 def _sim(
@@ -102,6 +104,19 @@ def test_every_stack_tests_each_stack_and_attributes_from_them(
     assert "bisect" not in _purposes(sim)
 
 
+def test_a_stack_run_attributes_an_ancestors_failure_to_the_ancestor(
+    engine: Engine, settings: Settings
+) -> None:
+    sim = _sim(engine, settings, "every-stack", prs=6, injected=Injected(fail_at=[4]))
+    pushed = sim.push()
+    sim.drive()
+    # Stacks 4, 5 and 6 hold the failure; each names #4, which introduced it, not itself.
+    for pr in (4, 5, 6):
+        assert sim.attributed(pushed.stack_runs[pr]) == {"4": 4}, pr
+    for pr in (1, 2, 3):
+        assert sim.attributed(pushed.stack_runs[pr]) == {}, pr
+
+
 def test_a_push_reuses_the_trees_it_did_not_change(engine: Engine, settings: Settings) -> None:
     sim = _sim(engine, settings, prs=12, injected=Injected(fail_at=[4]))
     sim.push()
@@ -155,3 +170,28 @@ def test_at_most_n_jobs_of_one_series_run_at_once(engine: Engine, settings: Sett
     for run in runs:  # at each series job's start, at most 2 series jobs ran (itself included)
         overlapping = [other for other in runs if other.start <= run.start < other.end]
         assert len(overlapping) <= 2
+
+
+def test_after_a_parent_lands_nothing_already_tested_runs_again(
+    engine: Engine, settings: Settings
+) -> None:
+    """Issue 24 point 4: PR 1 squash-merged into main (main otherwise unchanged): the series of
+    PRs 2..N on the new main has the tree tested before, so its configured and own-test results
+    are carried; only main's new commit gets its own baselines."""
+    sim = _sim(engine, settings, prs=6, own_test_minutes=10.0)
+    first = sim.push()
+    sim.drive()
+    before = {job.id for job in sim.originals()}
+    assert sum(1 for j in sim.originals() if j.test_set.startswith("own:")) == 6
+    landed = sim.land(1)
+    sim.drive()
+    again = [job for job in sim.originals() if job.id not in before]
+    assert [j for j in again if j.kind != "baseline"] == []
+    assert {j.test_set for j in again} <= {"amax-group", "blockwise-recipe"}  # main's baselines
+    assert landed.series_run != first.series_run
+    with Session(engine) as session:
+        carried = jobs_store.jobs_of_run(session, run_id=landed.series_run)
+    assert carried and all(j.reused_from_job_id is not None for j in carried)
+    assert sorted(j.test_set for j in carried if j.test_set.startswith("own:")) == [
+        f"own:{n}" for n in range(2, 7)
+    ]

@@ -37,6 +37,8 @@ EXAMPLES: list[tasks.TaskPayload] = [
     tasks.CheckBase("o/r", 8035),
     tasks.RestackPr("o/r", 8035, "carol", push=True),
     tasks.PortPr("o/r", 7523, "dev", "dave"),
+    tasks.TestAlone("o/r", 8034),
+    tasks.Land("o/r", 3),
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.domain.report_view import (
     AllowlistView,
@@ -142,6 +144,18 @@ def waiting_after_push() -> PrReportView:
         pr=PrRef(8035, "Pass the owner's collection to FP8/FP4 contexts"),
         head_sha=HEAD,
         approval=ApprovalView("waiting", earlier_sha=OLD_HEAD),
+        stack=StackView(series_key="#6307", parents=(PrRef(8034),)),
+        url=f"{URL}/pulls/8035",
+    )
+
+
+def carried_after_restack() -> PrReportView:
+    """A restack kept the PR's own patch: the vetter's approval of the old head carried."""
+    return PrReportView(
+        repo="NVIDIA/Megatron-LM",
+        pr=PrRef(8035, "Pass the owner's collection to FP8/FP4 contexts"),
+        head_sha=HEAD,
+        approval=ApprovalView("approved", by="vetter-v", carried_from=OLD_HEAD),
         stack=StackView(series_key="#6307", parents=(PrRef(8034),)),
         url=f"{URL}/pulls/8035",
     )
@@ -317,9 +331,43 @@ def integration_error() -> PrReportView:
     )
 
 
+def passes_with_the_series() -> PrReportView:
+    """Issue 24: #8035 (series-first) tested only inside the series tree, which also holds
+    #8748 above it: it passes, but its own tree (main + #8034, #8035) was never tested."""
+    integration = outcomes(amax_tests(23))
+    main = outcomes(amax_tests(14, 9), "failed")
+    own_file = "tests/unit_tests/test_schedule_quantization_context.py"
+    own_here = outcomes({f"{own_file}::test_{n}": "passed" for n in range(14)})
+    own_main = outcomes({f"{own_file}::test_{n}": "passed" for n in range(5)})
+    view = approved_clean()
+    return replace(
+        view,
+        tests=(),
+        tested_commit=None,
+        series_tests=(
+            TestRow(
+                "amax-group",
+                "1x4",
+                "passed",
+                compare_with_main(integration, main),
+                url=f"{URL}/jobs/17",
+            ),
+            TestRow(
+                "own:8035",
+                "1x4",
+                "passed",
+                compare_with_main(own_here, own_main),
+                url=f"{URL}/jobs/19",
+            ),
+        ),
+    )
+
+
 CASES = {
+    "passes_with_the_series": passes_with_the_series,
     "approved_clean": approved_clean,
     "waiting_after_push": waiting_after_push,
+    "carried_after_restack": carried_after_restack,
     "series_conflict": series_conflict,
     "regressions_and_job_trouble": regressions_and_job_trouble,
     "retried_after_infra": retried_after_infra,

@@ -14,10 +14,12 @@ import pytest
 
 from stackbot.domain.report import MARKER, render_status_reply, render_sticky_comment
 from stackbot.domain.report_checks import (
+    is_own_row,
     ordered_rows,
     render_approval_check,
     render_check_run,
     render_integration_check,
+    render_own_files_check,
 )
 from stackbot.domain.report_view import PrReportView
 from tests.reports.cases import CASES
@@ -37,7 +39,10 @@ def check_golden(name: str, text: str) -> None:
 def render_checks(view: PrReportView) -> str:
     blocks = []
     runs = [render_integration_check(view), render_approval_check(view)]
-    runs += [render_check_run(view, row.test_set, row.shape) for row in ordered_rows(view)]
+    rows = ordered_rows(view)
+    runs += [render_check_run(view, r.test_set, r.shape) for r in rows if not is_own_row(r)]
+    own = tuple(row for row in rows if is_own_row(row))
+    runs += [render_own_files_check(view, own)] if own else []
     for run in runs:
         if run is None:
             continue
@@ -71,7 +76,13 @@ def test_sticky_comment(case: str) -> None:
 
 @pytest.mark.parametrize(
     "case",
-    ["approved_clean", "series_conflict", "regressions_and_job_trouble", "retried_after_infra"],
+    [
+        "approved_clean",
+        "series_conflict",
+        "regressions_and_job_trouble",
+        "retried_after_infra",
+        "passes_with_the_series",
+    ],
 )
 def test_check_runs(case: str) -> None:
     check_golden(f"{case}.checks.md", render_checks(CASES[case]()))

@@ -136,16 +136,19 @@ def test_check_runs_go_from_queued_to_completed_on_the_head(pipeline: Pipeline) 
         publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, status)])
         runs = {run.name: run for run in pipeline.control.check_runs(pipeline.repo, head)}
         assert sorted(runs) == [
-            "stackbot / amax-group 2x4",
-            "stackbot / blockwise-recipe 1x4",
             "stackbot/approval",
+            "stackbot/tests: amax-group 2x4",
+            "stackbot/tests: blockwise-recipe 1x4",
         ]
         seen.append(
-            (runs["stackbot / amax-group 2x4"].status, runs["stackbot / amax-group 2x4"].conclusion)
+            (
+                runs["stackbot/tests: amax-group 2x4"].status,
+                runs["stackbot/tests: amax-group 2x4"].conclusion,
+            )
         )
     assert seen == [("queued", None), ("in_progress", None), ("completed", "success")]
     run = {r.name: r for r in pipeline.control.check_runs(pipeline.repo, head)}[
-        "stackbot / amax-group 2x4"
+        "stackbot/tests: amax-group 2x4"
     ]
     assert run.title == "23 passed · main: 14 passed, 9 failed"
     assert run.external_id == f"{number}/amax-group/2x4"
@@ -216,11 +219,11 @@ def test_commit_statuses_stand_in_when_check_runs_are_refused(pipeline: Pipeline
     publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, "running")])
     statuses = {s.context: s for s in pipeline.control.statuses(pipeline.repo, head)}
     assert sorted(statuses) == [
-        "stackbot/amax-group 2x4",
         "stackbot/approval",
-        "stackbot/blockwise-recipe 1x4",
+        "stackbot/tests: amax-group 2x4",
+        "stackbot/tests: blockwise-recipe 1x4",
     ]
-    assert statuses["stackbot/amax-group 2x4"].state == "pending"
+    assert statuses["stackbot/tests: amax-group 2x4"].state == "pending"
     tried = len([r for r in pipeline.control.requests("POST", "/check-runs")])
     publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, "passed")])
     # the fallback is remembered: no second refused attempt per check
@@ -228,8 +231,11 @@ def test_commit_statuses_stand_in_when_check_runs_are_refused(pipeline: Pipeline
     latest = {
         s.context: s for s in pipeline.control.statuses(pipeline.repo, head)
     }  # the last per context wins
-    assert latest["stackbot/amax-group 2x4"].state == "success"
-    assert latest["stackbot/amax-group 2x4"].description == "23 passed · main: 14 passed, 9 failed"
+    assert latest["stackbot/tests: amax-group 2x4"].state == "success"
+    assert (
+        latest["stackbot/tests: amax-group 2x4"].description
+        == "23 passed · main: 14 passed, 9 failed"
+    )
     assert pipeline.control.check_runs(pipeline.repo, head) == []
 
 

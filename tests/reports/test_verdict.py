@@ -152,7 +152,9 @@ def test_failures_that_also_fail_on_main_are_no_regressions_never_red() -> None:
 def test_a_series_conflict_shows_only_on_the_prs_it_involves() -> None:
     uninvolved = render_sticky_comment(view(8748))
     assert "#8050" not in uninvolved and "❌" not in uninvolved
-    assert decide(view(8748)).kind is VerdictKind.READY  # the series tests hold #8748
+    # the series tree holds #8748's whole stack (its own landing tree): ready
+    stack = IntegrationView("stack", "clean", "main", MAIN, STACK_COMMIT, SERIES_STEPS[:3])
+    assert decide(view(8748, stack_integration=stack)).kind is VerdictKind.READY
     involved = render_sticky_comment(view(8035))
     assert "#8050 conflicts with this PR in `" + LAYER in involved
 

@@ -272,8 +272,17 @@ def _job(
     if log_dir is not None:
         out = log_dir / f"{test_set}-{shape}-{tree[:8]}"
         out.mkdir(parents=True, exist_ok=True)
+        progress = "".join(f"[runner] tests: {n} test results\n" for n in range(0, 60, 2))
+        failures = (
+            "FAILED tests/unit_tests/test_amax_reduction_group.py::test_amax_group - "
+            "AssertionError: amax reduced over the wrong group\n"
+            if status == "failed"
+            else ""
+        )
         (out / "runner.log").write_text(
-            f"[runner] launching {shape}\n[runner] 23 tests done\n[runner] {status}\n"
+            f"[runner] launching {shape}\n"
+            f"[runner] setup: checking out {tree[:12]}\n"
+            f"{progress}{failures}[runner] 23 tests done\n[runner] {status}\n"
         )
         out_dir = str(out)
     return Job(

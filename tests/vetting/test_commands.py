@@ -286,3 +286,25 @@ def test_own_test_set_names_take_ascii_digits_only() -> None:
     assert own_test_set_pr("own:8035") == 8035
     for name in ("own:²", "own:٣", "own:", "own:-1", "amax-group", "OWN:1"):
         assert own_test_set_pr(name) is None, name
+
+
+def test_test_alone_parses_without_arguments_only() -> None:
+    from stackbot.domain.commands import USAGE, TestAlone
+
+    assert parse_command("/stackbot test-alone") == TestAlone()
+    assert parse_command("/Stackbot TEST-ALONE  ") == TestAlone()
+    assert isinstance(parse_command("/stackbot test-alone #8034"), Unknown)
+    assert "`/stackbot test-alone`" in USAGE
+
+
+def test_land_commands_parse_strictly() -> None:
+    from stackbot.domain.commands import Land, Unknown
+
+    assert parse_command("/stackbot land") == Land()
+    assert parse_command("/stackbot land #8035") == Land(up_to=8035)
+    assert parse_command("/stackbot land 8035") == Land(up_to=8035)
+    assert parse_command("/stackbot land cancel") == Land(cancel=True)
+    assert parse_command("/stackbot LAND Cancel") == Land(cancel=True)
+    for bad in ("/stackbot land #0", "/stackbot land #1 #2", "/stackbot land now",
+                f"/stackbot land #{2**31}"):  # fmt: skip
+        assert isinstance(parse_command(bad), Unknown), bad

@@ -243,3 +243,43 @@ def test_commands_from_bots_are_ignored(pipeline: Pipeline) -> None:
     pipeline.deliver()
     assert pipeline.replies(number) == []
     assert pipeline.approvals(number) == []
+
+
+def test_test_alone_is_for_vetters_and_names_the_prs_own_tree(pipeline: Pipeline) -> None:
+    """Issue 24: `/stackbot test-alone` tests main + the PR's stack, by the rule of `/ok to
+    test` (vetters only); the reply names the tree, or why it cannot be tested yet."""
+    number = open_pr(pipeline, author="carol", branch="carol/fix", title="Fix")
+    pipeline.deliver()
+    pipeline.control.comment(pipeline.repo, number, "carol", "/stackbot test-alone")
+    pipeline.deliver()
+    pipeline.control.comment(pipeline.repo, number, "bob", "/stackbot test-alone")
+    pipeline.deliver()
+    _integrated(pipeline, number, [])
+    pipeline.control.comment(pipeline.repo, number, "dave", "/stackbot test-alone")
+    pipeline.deliver()
+    assert pipeline.tasks("test_alone") == []  # refused, not integrated, not approved
+    refused, early, waiting = (c.body for c in pipeline.replies(number))
+    assert refused == (
+        "@carol, only vetters (write access, or listed as vetters in stackbot's "
+        "configuration) can ask for a test of this PR's own tree."
+    )
+    assert early.startswith(f"#{number}'s current head is not integrated yet")
+    assert waiting.startswith(f"#{number}'s own tree, main + #{number}, cannot be tested yet: ")
+    assert "not approved" in waiting
+    with session_scope(pipeline.engine) as session:
+        repository = store.get_repository(session, full_name=pipeline.repo)
+        assert repository is not None and repository.id is not None
+        store.add_approval(
+            session,
+            repo_id=repository.id,
+            pr_number=number,
+            sha=pipeline.head(number),
+            vetter="bob",
+            kind="ok_to_test",
+        )
+    pipeline.control.comment(pipeline.repo, number, "bob", "/stackbot test-alone")
+    pipeline.deliver()
+    [task] = pipeline.tasks("test_alone")
+    assert task.payload == {"repo": pipeline.repo, "number": number}
+    reply = [c.body for c in pipeline.replies(number)][-1]
+    assert reply.startswith(f"Testing #{number}'s own tree, main + #{number} (`ccccccc`)")

@@ -36,7 +36,14 @@ from stackbot.adapters.github.pacing import WritePacer, shared_write_pacer
 from stackbot.adapters.github.retry import RetryPolicy, call_with_retries
 from stackbot.adapters.github_errors import GitHubConfigError, GitHubNotFound
 from stackbot.config import Settings
-from stackbot.domain.records import CommentRecord, CommitRecord, PrRecord, StackRecord
+from stackbot.domain.records import (
+    CommentRecord,
+    CommitRecord,
+    MergeRules,
+    PrRecord,
+    ReviewRecord,
+    StackRecord,
+)
 from stackbot.domain.types import PrNumber
 from stackbot.logging_redaction import register_secret
 from stackbot.path_redaction import PathRedactor
@@ -345,6 +352,65 @@ class GitHubClient:
         if target_url is not None:
             body["target_url"] = target_url
         self._write("POST", f"{_repo_path(repo)}/statuses/{_q(sha)}", body)
+
+    # -- landing ----------------------------------------------------------------------------------
+
+    def merge_pull(self, repo: str, number: int, *, sha: str, method: str) -> str:
+        """Merge PR ``number`` only if its head is still ``sha`` (``pulls/merge``; GitHub answers
+        409 for a moved head, 405 when it cannot merge: both raise ``GitHubRejected`` with the
+        status and GitHub's message); returns the base branch's new tip."""
+        data = self._write(
+            "PUT",
+            f"{_repo_path(repo)}/pulls/{int(number)}/merge",
+            {"sha": sha, "merge_method": method},
+        )
+        return str(data["sha"])
+
+    def branch_sha(self, repo: str, branch: str) -> str:
+        """The commit ``branch`` points at now (``git/get-ref``)."""
+        data = self._get(f"{_repo_path(repo)}/git/ref/heads/{_q(branch)}")
+        return str(data["object"]["sha"])
+
+    def commit_tree(self, repo: str, sha: str) -> str:
+        """The tree of commit ``sha`` (``git/get-commit``)."""
+        return str(self._get(f"{_repo_path(repo)}/git/commits/{_q(sha)}")["tree"]["sha"])
+
+    def merge_rules(self, repo: str, branch: str) -> MergeRules:
+        """``branch``'s required checks and reviews (``repos/get-branch-protection``; an
+        unprotected branch asks for nothing)."""
+        try:
+            data = self._get(f"{_repo_path(repo)}/branches/{_q(branch)}/protection")
+        except GitHubNotFound:
+            return MergeRules()
+        checks = data.get("required_status_checks") or {}
+        reviews = data.get("required_pull_request_reviews") or {}
+        names = {str(c) for c in checks.get("contexts") or []}
+        names |= {str(c["context"]) for c in checks.get("checks") or [] if "context" in c}
+        return MergeRules(
+            required_checks=tuple(sorted(names)),
+            approvals=int(reviews.get("required_approving_review_count") or 0),
+            dismiss_stale_reviews=bool(reviews.get("dismiss_stale_reviews")),
+        )
+
+    def list_reviews(self, repo: str, number: int) -> list[ReviewRecord]:
+        items = self._list(f"{_repo_path(repo)}/pulls/{int(number)}/reviews")
+        return [
+            ReviewRecord(str((r.get("user") or {}).get("login", "")), r["state"], r["commit_id"])
+            for r in items
+        ]
+
+    def check_outcomes(self, repo: str, sha: str) -> dict[str, str]:
+        """Each check run's and commit status's outcome on ``sha`` by name: the conclusion of a
+        completed run, ``pending`` otherwise; a status's state."""
+        found = {
+            str(s["context"]): str(s["state"])
+            for s in self._get(f"{_repo_path(repo)}/commits/{_q(sha)}/status")["statuses"]
+        }
+        runs = self._list(f"{_repo_path(repo)}/commits/{_q(sha)}/check-runs", key="check_runs")
+        for run in sorted(runs, key=lambda r: int(r["id"])):
+            done = run["status"] == "completed" and run.get("conclusion")
+            found[str(run["name"])] = str(run["conclusion"]) if done else "pending"
+        return found
 
 
 def _check_fields(

@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from stackbot.domain.records import CommentRecord, CommitRecord, PrRecord
+from stackbot.domain.records import (
+    CommentRecord,
+    CommitRecord,
+    MergeRules,
+    PrRecord,
+    ReviewRecord,
+)
 from stackbot.domain.types import PrNumber, RepoName
 
 if TYPE_CHECKING:
@@ -120,6 +126,33 @@ class GitHubPort(Protocol):
         target_url: str | None = None,
     ) -> None:
         """Set the commit status ``context`` on ``sha`` (where check runs are not permitted)."""
+        ...
+
+    # -- landing --------------------------------------------------------------------------------
+
+    def merge_pull(self, repo: RepoName, number: PrNumber, *, sha: str, method: str) -> str:
+        """Merge the PR at head ``sha`` with ``method``; the base's new tip (``GitHubRejected``
+        409: the head moved; 405: GitHub will not merge it, with its reason)."""
+        ...
+
+    def branch_sha(self, repo: RepoName, branch: str) -> str:
+        """Where ``branch`` points now."""
+        ...
+
+    def commit_tree(self, repo: RepoName, sha: str) -> str:
+        """The tree of commit ``sha``."""
+        ...
+
+    def merge_rules(self, repo: RepoName, branch: str) -> MergeRules:
+        """What ``branch``'s protection requires of a PR before it merges."""
+        ...
+
+    def list_reviews(self, repo: RepoName, number: PrNumber) -> Sequence[ReviewRecord]:
+        """The PR's reviews, oldest first."""
+        ...
+
+    def check_outcomes(self, repo: RepoName, sha: str) -> dict[str, str]:
+        """Check runs' and commit statuses' outcomes on ``sha`` by name."""
         ...
 
 

@@ -13,8 +13,10 @@ from stackbot.db.models.github import (
 )
 from stackbot.db.models.integration import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import Job, TestFinding, TestResult
+from stackbot.db.models.landing import Landing
 from stackbot.db.models.maintenance import MaintenanceRun
 from stackbot.db.models.overrides import DependencyOverrideRow
+from stackbot.db.models.quarantine import QuarantineEntry
 from stackbot.db.models.replies import CommandReply
 from stackbot.db.models.tasks import Task
 
@@ -26,8 +28,10 @@ __all__ = [
     "IntegrationRun",
     "IntegrationStep",
     "Job",
+    "Landing",
     "MaintenanceRun",
     "PullRequest",
+    "QuarantineEntry",
     "ReadClock",
     "Report",
     "Repository",

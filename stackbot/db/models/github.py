@@ -136,8 +136,10 @@ class Approval(SQLModel, table=True):
     pr_number: int = Field(index=True)
     sha: str = Field(max_length=40)
     vetter: str = Field(max_length=200)
-    kind: str = Field(default="ok_to_test", max_length=20)  # ok_to_test | trusted
+    kind: str = Field(default="ok_to_test", max_length=20)  # ok_to_test | trusted | carried
     comment_id: int | None = None
+    # A carried approval (same own patch, stackbot.domain.approval_carry): the head it came from.
+    carried_from: str | None = Field(default=None, max_length=40)
     created_at: datetime = Field(default_factory=utcnow, sa_column=time_column())
 
 

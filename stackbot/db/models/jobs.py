@@ -75,6 +75,12 @@ class Job(SQLModel, table=True):
     series_key: str | None = Field(default=None, max_length=100, index=True)
     # nodes x GPUs per node x wall seconds, once finished (0 for a reused result).
     gpu_seconds: float | None = Field(default=None)
+    # What the nodes ran the tests with (gpu_jobs.environment: python, torch, cuda, image), as
+    # the result reported it; None until it finished (or for a result from before issue 24).
+    runner_env: dict[str, str] | None = Field(default=None, sa_column=json_column(nullable=True))
+    # sha256 of tree + test-set definition (config_hash) + shape + runner environment: what
+    # decides the result (stackbot.services.jobs.result_key). None until the result is known.
+    result_key: str | None = Field(default=None, max_length=64)
 
 
 class TestFinding(SQLModel, table=True):

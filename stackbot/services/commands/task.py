@@ -14,11 +14,14 @@ from stackbot.domain.stack_lists import declares_dependency
 from stackbot.domain.tasks import PrCommand, SyncPull
 from stackbot.services.commands import (
     dependency,
+    land,
     ok_to_test,
     port,
+    quarantine,
     restack,
     retest,
     status,
+    test_alone,
     unknown,
 )
 from stackbot.services.commands.router import CommandContext, CommandOutcome, CommandRouter
@@ -34,6 +37,9 @@ ROUTER = CommandRouter(
     dependency.router,
     restack.router,
     port.router,
+    test_alone.router,
+    quarantine.router,
+    land.router,
     unknown.router,
 )
 _unrouted = set(get_args(Command)) - ROUTER.commands

@@ -19,6 +19,7 @@ class Tested:
 
     text: str  # "#8035's stack (#8034, #8035)", "main 42ddc87", "series #6307 (4 PRs)"
     prs: tuple[int, ...]  # every PR in the tree
+    whose: str = ""  # the tree without its PRs: "series #6307", "#8035's stack"
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "prs": list(self.prs)}
@@ -50,9 +51,10 @@ def tested_by(session: Session, jobs: list[JobSummary]) -> dict[int, Tested]:
         listed = ", ".join(f"#{n}" for n in prs)
         if run.kind == "series":
             prefix = "the first PRs of " if job.step_position is not None else ""
-            found[job.id] = Tested(f"{prefix}series {run.series_key} ({listed})", prs)
+            whose = f"{prefix}series {run.series_key}"
         else:
-            found[job.id] = Tested(f"#{run.target_pr}'s stack ({listed})", prs)
+            whose = f"#{run.target_pr}'s stack"
+        found[job.id] = Tested(f"{whose} ({listed})", prs, whose)
     return found
 
 
@@ -66,6 +68,36 @@ def node_names(node: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class ResultKey:
+    """What decides a job's result (issue 24): it is reused only where all of these match."""
+
+    tree: str
+    test_set_definition: str  # the configuration hash: targets, markers, conventions, env, image
+    shape: str
+    # What the nodes reported running the tests with; None until the job finished (or for a
+    # result from before runners reported it).
+    runner_environment: dict[str, str] | None
+    digest: str | None  # sha256 of the four; None while the environment is not known
+
+    @property
+    def environment_text(self) -> str:
+        env = self.runner_environment
+        if not env:
+            return "not reported yet"
+        names = {"python": "Python", "torch": "torch", "cuda": "CUDA", "image": "image"}
+        return ", ".join(f"{names.get(k, k)} {v}" for k, v in sorted(env.items()))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tree": self.tree,
+            "test_set_definition": self.test_set_definition,
+            "shape": self.shape,
+            "runner_environment": self.runner_environment,
+            "digest": self.digest,
+        }
+
+
+@dataclass(frozen=True)
 class JobDetail:
     """A job with its per-test results and log; a reused job shows its original's."""
 
@@ -74,6 +106,7 @@ class JobDetail:
     tests: tuple[TestResult, ...]
     log: str
     tested: Tested | None = None
+    key: ResultKey | None = None
 
     @property
     def cause(self) -> str:
@@ -96,6 +129,7 @@ class JobDetail:
             ],
             "log": self.log,
             "tested": self.tested.to_json() if self.tested else None,
+            "result_key": self.key.to_json() if self.key else None,
         }
 
 
@@ -109,7 +143,9 @@ def job_detail(session: Session, job_id: int) -> JobDetail | None:
     log = read_log(original.out_dir if original else job.out_dir)
     summary = job_summary(job)
     tested = tested_by(session, [summary]).get(summary.id)
-    return JobDetail(summary, job.result, tuple(tests), log, tested)
+    env = dict(job.runner_env) if job.runner_env else None
+    key = ResultKey(job.tree_sha, job.config_hash, job.shape, env, job.result_key)
+    return JobDetail(summary, job.result, tuple(tests), log, tested, key)
 
 
 def list_jobs(

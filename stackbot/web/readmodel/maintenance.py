@@ -50,6 +50,9 @@ class RoundRow:
     freed_bytes: int
     removed: dict[str, int]
     failed_areas: list[str]
+    # Where the freed bytes came from, in words ("git mirrors": a repack frees bytes while
+    # removing nothing), largest first.
+    freed_in: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,14 @@ def _round(row: MaintenanceRun) -> RoundRow:
         finished_at=_iso(row.finished_at),
         freed_bytes=sum(int(v) for v in row.freed.values()),
         removed=removed,
+        freed_in=sorted(
+            (
+                (AREA_LABELS.get(area, area.replace("_", " ")), int(value))
+                for area, value in row.freed.items()
+                if isinstance(value, int | float) and value > 0
+            ),
+            key=lambda item: -item[1],
+        ),
         failed_areas=[a for a in failed if a in AREA_LABELS or a == "round"],
     )
 

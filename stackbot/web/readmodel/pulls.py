@@ -11,7 +11,6 @@ from sqlmodel import Session
 
 from stackbot.config import Settings
 from stackbot.db import dashboard_store, github_store
-from stackbot.domain.graph_layout import edge_words
 from stackbot.domain.report_view import PrReportView
 from stackbot.domain.verdict import Verdict, decide, row_state
 from stackbot.services.report_views import build_report_views
@@ -187,8 +186,9 @@ def pull_detail(
         "body": pr.body or "",
         "base_ref": pr.base_ref,
         "head_ref": pr.head_ref,
-        "parents": sorted({(e.parent, edge_words(e.source)) for e in parents}),
-        "children": sorted({(e.child, edge_words(e.source)) for e in children}),
+        # (number, source): the page says the source in words and keeps it in data-source
+        "parents": sorted({(e.parent, e.source) for e in parents}),
+        "children": sorted({(e.child, e.source) for e in children}),
         # Each edge with the exact words that declared it and where they were written.
         "parent_edges": [
             {"parent": e.parent, "source": e.source, "text": e.text or "", "origin": e.origin or ""}
@@ -197,6 +197,7 @@ def pull_detail(
         "runs": [run_summary(run) for run in runs],
         "series": series,
         "series_run": run_summary(series_run) if series_tests and series_run else None,
+        "latest_series_run": run_summary(series_run) if series_run else None,
         "series_tests": series_tests,
         # The latest series run and what it did with this PR, linked even when it left the PR
         # out (a conflict there is what the verdict is about).
@@ -256,6 +257,11 @@ def _no_tests_words(row: PullRow, head_sha: str, series_tested: bool) -> str:
         return (
             f"Not tested yet: {head_sha[:7]} waits for a vetter to comment "
             f"/ok to test {head_sha[:7]}."
+        )
+    stack_run = row.stack_run
+    if stack_run is not None and stack_run.status == "conflict":
+        return (
+            f"No jobs: its stack did not merge (run {stack_run.id}), so there is no tree to test."
         )
     verdict = row.verdict
     if verdict is not None and verdict.kind.slug in ("conflict", "blocked"):

@@ -44,6 +44,7 @@ _CLASS_WORDS = {
     "flaky": "flaky (passed on a rerun)",
     "suspect": "being confirmed",
     "bisecting": "being bisected",
+    "quarantined": "quarantined (failed, not counted)",
 }
 
 
@@ -51,7 +52,7 @@ def run_findings(session: Session, run: IntegrationRun) -> list[FindingRow]:
     """The run's findings with their evidence (three queries whatever their number)."""
     rows = []
     for f in series_findings(session, run):
-        if f.failure_class == "flaky" and f.failed_in and f.passed_in:
+        if f.failure_class in ("flaky", "quarantined") and f.failed_in and f.passed_in:
             evidence = f"failed in job {f.failed_in[0]}, passed in job {f.passed_in[0]}"
         else:
             evidence = "; ".join(f"{role}: job {j}" for j, role in f.roles)

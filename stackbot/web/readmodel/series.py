@@ -12,8 +12,9 @@ from typing import Any
 from sqlmodel import Session
 
 from stackbot.config import Settings
-from stackbot.db import dashboard_store
+from stackbot.db import dashboard_store, landing_store
 from stackbot.db.models import IntegrationRun
+from stackbot.domain.landing_text import LandingView
 from stackbot.web.readmodel.cells import cells_of_runs
 from stackbot.web.readmodel.pulls import PullRow, pull_rows
 from stackbot.web.readmodel.runs import run_steps
@@ -69,6 +70,7 @@ class SeriesPage:
     conflict_matrix: dict[str, Any] | None = None
     # (child, parent, source) -> (the exact declaring text, where it was written)
     edge_texts: dict[tuple[int, int, str], tuple[str, str]] = field(default_factory=dict)
+    landing: LandingView | None = None  # the series' newest landing, if it was ever asked
 
     def edge_json(self, child: int, parent: int, source: str) -> dict[str, Any]:
         text, origin = self.edge_texts.get((child, parent, source), ("", ""))
@@ -198,4 +200,10 @@ def series_page(
         series_steps=steps,
         series_tests=tests,
         conflict_matrix=series.conflict_matrix,
+        landing=_landing(session, series.repo_id, series.key, repository.default_branch),
     )
+
+
+def _landing(session: Session, repo_id: int, key: str, base_ref: str) -> LandingView | None:
+    row = landing_store.newest_landing(session, repo_id=repo_id, series_key=key)
+    return landing_store.landing_view(row, base_ref) if row is not None else None

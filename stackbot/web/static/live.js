@@ -1,10 +1,14 @@
-// Live updates without reloading: poll a cheap change token; when it changes, fetch this page
-// again and replace only the parts of <main> that differ, so scrolling stays where it is. Never
+// Live updates without reloading: poll a cheap change token; when it changes, ask the server
+// whether *this* page changed (a conditional GET: the browser sends the ETag of the copy it
+// holds and the server answers 304 Not Modified when the page is the same, see
+// stackbot/web/conditional.py) and only when it did, replace the parts of <main> that differ,
+// so scrolling stays where it is. Never
 // while the reader hovers something with a tooltip or a link, selects text or types: the patch
 // waits for the next poll. "updated" is when the data last changed, not when we last polled.
 (function () {
   var token = null;
   var stale = false;
+  var etag = null;  // of the copy shown (unknown until the first check)
   var label = document.getElementById("live");
 
   function readerBusy() {
@@ -21,9 +25,16 @@
   }
 
   function patch() {
-    return fetch(window.location.href, { cache: "no-store", headers: { Accept: "text/html" } })
-      .then(function (r) { return r.text(); })
+    // "no-cache": revalidate the browser's copy (If-None-Match); a 304 comes back as that copy.
+    return fetch(window.location.href, { cache: "no-cache", headers: { Accept: "text/html" } })
+      .then(function (r) {
+        var fresh = r.headers.get("ETag");
+        if (r.status === 304 || (fresh && fresh === etag)) { return null; }
+        etag = fresh;
+        return r.text();
+      })
       .then(function (html) {
+        if (html === null) { return; }
         var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("main");
         var main = document.querySelector("main");
         if (!fresh || !main) { return; }

@@ -1,0 +1,171 @@
+"""Landings (``/stackbot land``) and the evidence a landing needs: the tested run of a tree."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sqlmodel import Session, col, select
+
+from stackbot.db.models import IntegrationRun, Job, Landing, TestFinding
+from stackbot.db.models._columns import utcnow
+from stackbot.domain.landing import LandingEntry, LandingState
+from stackbot.domain.landing_text import LandingView
+
+ACTIVE = (LandingState.WAITING.value, LandingState.MERGING.value)
+
+
+def get_landing(session: Session, *, landing_id: int) -> Landing | None:
+    return session.get(Landing, landing_id)
+
+
+def lock_landing(session: Session, *, landing_id: int) -> Landing | None:
+    """The landing, locked for this transaction (PostgreSQL; SQLite's writer lock suffices)."""
+    return session.exec(select(Landing).where(Landing.id == landing_id).with_for_update()).first()
+
+
+def landing_of_comment(session: Session, *, repo_id: int, comment_id: int) -> Landing | None:
+    return session.exec(
+        select(Landing).where(Landing.repo_id == repo_id, Landing.comment_id == comment_id)
+    ).first()
+
+
+def active_landing(session: Session, *, repo_id: int, series_key: str) -> Landing | None:
+    return session.exec(
+        select(Landing)
+        .where(
+            Landing.repo_id == repo_id,
+            Landing.series_key == series_key,
+            col(Landing.state).in_(ACTIVE),
+        )
+        .order_by(col(Landing.id))
+    ).first()
+
+
+def newest_landing(session: Session, *, repo_id: int, series_key: str) -> Landing | None:
+    return session.exec(
+        select(Landing)
+        .where(Landing.repo_id == repo_id, Landing.series_key == series_key)
+        .order_by(col(Landing.id).desc())
+    ).first()
+
+
+def landing_view(row: Landing, base_ref: str) -> LandingView:
+    """What the comments and the series page show of a landing."""
+    assert row.id is not None
+    return LandingView(
+        id=row.id,
+        state=LandingState(row.state),
+        entries=tuple(entries_of(row)),
+        merge_method=row.merge_method,
+        requested_by=row.requested_by,
+        base_ref=base_ref,
+        up_to=row.up_to,
+        waiting_for=row.waiting_for,
+        reason=row.reason,
+        main_sha=row.main_sha,
+        tested_tree=row.tested_tree,
+        landed_tree=row.landed_tree,
+    )
+
+
+def all_landings(session: Session) -> list[Landing]:
+    return list(session.exec(select(Landing)))
+
+
+def landings_of_repo(session: Session, *, repo_id: int) -> list[Landing]:
+    return list(
+        session.exec(select(Landing).where(Landing.repo_id == repo_id).order_by(col(Landing.id)))
+    )
+
+
+def add_landing(
+    session: Session,
+    *,
+    repo_id: int,
+    series_key: str,
+    up_to: int | None,
+    requested_on: int,
+    requested_by: str,
+    comment_id: int,
+    merge_method: str,
+    entries: Sequence[LandingEntry],
+) -> Landing:
+    row = Landing(
+        repo_id=repo_id,
+        series_key=series_key,
+        up_to=up_to,
+        requested_on=requested_on,
+        requested_by=requested_by,
+        comment_id=comment_id,
+        merge_method=merge_method,
+        entries=[e.to_json() for e in entries],
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def save_landing(
+    session: Session,
+    row: Landing,
+    *,
+    state: LandingState | None = None,
+    entries: Sequence[LandingEntry] | None = None,
+    **fields: object,
+) -> None:
+    """Write what changed; a finished state stamps ``finished_at``."""
+    if state is not None:
+        row.state = state.value
+        if not state.active and row.finished_at is None:
+            row.finished_at = utcnow()
+    if entries is not None:
+        row.entries = [e.to_json() for e in entries]
+    for name, value in fields.items():
+        setattr(row, name, value)
+    row.updated_at = utcnow()
+    session.add(row)
+
+
+def entries_of(row: Landing) -> list[LandingEntry]:
+    return [LandingEntry.from_json(e) for e in row.entries]
+
+
+# -- the tested run of a tree -----------------------------------------------------------------
+
+
+def newest_matching_run(
+    session: Session,
+    *,
+    repo_id: int,
+    kind: str,
+    series_key: str | None,
+    target_pr: int | None,
+    base_sha: str,
+    heads: Mapping[int, str],
+) -> IntegrationRun | None:
+    """The newest run of ``kind`` (a series run of ``series_key``, or the stack run of
+    ``target_pr``) made on ``base_sha`` with exactly these PR heads."""
+    query = select(IntegrationRun).where(
+        IntegrationRun.repo_id == repo_id,
+        IntegrationRun.kind == kind,
+        IntegrationRun.base_sha == base_sha,
+    )
+    if kind == "series":
+        query = query.where(IntegrationRun.series_key == series_key)
+    else:
+        query = query.where(IntegrationRun.target_pr == target_pr)
+    wanted = {str(n): sha for n, sha in heads.items()}
+    for run in session.exec(query.order_by(col(IntegrationRun.id).desc()).limit(20)):
+        if dict(run.heads or {}) == wanted:
+            return run
+    return None
+
+
+def tree_jobs_and_findings(session: Session, *, run_id: int) -> tuple[list[Job], list[TestFinding]]:
+    """The run's jobs on its final tree (test sets and own test files, with their confirming
+    reruns and infra retries) and its findings."""
+    jobs = session.exec(
+        select(Job).where(Job.integration_run_id == run_id, col(Job.purpose) != "bisect")
+    ).all()
+    findings = session.exec(select(TestFinding).where(TestFinding.run_id == run_id)).all()
+    return list(jobs), list(findings)

@@ -1,0 +1,166 @@
+"""Landing a series: which PRs land, in which order, what they wait for, and why one cannot.
+
+A landing (``/stackbot land`` or ``/stackbot land #N``) lands the open PRs of a series in series
+order, or its prefix up to and including #N, bottom-up. Before anything merges:
+
+- the tree main will have after the last PR must be a tree stackbot tested on the current main
+  (:class:`TreeEvidence`, asked of :mod:`stackbot.services.landing_evidence`): while it is being
+  integrated or tested the landing waits; when it failed the landing stops;
+- each PR must still have the head that was tested, and satisfy the base branch's protection
+  (required checks passed, enough approving reviews by people with write access): a PR that
+  lacks one is ``blocked: needs …`` and nothing merges (so a landing never half-lands because a
+  later PR lacks a review).
+
+Then each PR, bottom first: its children are retargeted onto main (GitHub closes a PR whose base
+branch is deleted), then it is merged naming the tested head SHA, with the repository's merge
+method. When GitHub refuses one (a new push: 409; a check or review missing, a conflict: 405),
+the landing stops there: what merged stays merged, the rest stays open and based on main (their
+parent landed, so they were retargeted), and every PR of the landing says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any, Literal
+
+from stackbot.domain.records import MergeRules, ReviewRecord
+
+
+class LandingState(StrEnum):
+    WAITING = "waiting"  # for its tree to be integrated and tested on the current main
+    MERGING = "merging"
+    LANDED = "landed"
+    STOPPED = "stopped"
+    CANCELLED = "cancelled"
+
+    @property
+    def active(self) -> bool:
+        return self in (LandingState.WAITING, LandingState.MERGING)
+
+
+EntryState = Literal["pending", "merged", "not merged"]
+
+
+@dataclass(frozen=True)
+class LandingEntry:
+    """One PR of a landing: the head that was tested and what happened to it."""
+
+    number: int
+    head_sha: str
+    state: EntryState = "pending"
+    merge_sha: str | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "head_sha": self.head_sha,
+            "state": self.state,
+            "merge_sha": self.merge_sha,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LandingEntry:
+        state = data.get("state", "pending")
+        return cls(
+            number=int(data["number"]),
+            head_sha=str(data.get("head_sha", "")),
+            state=state if state in ("pending", "merged", "not merged") else "pending",
+            merge_sha=data.get("merge_sha"),
+            note=data.get("note"),
+        )
+
+
+@dataclass(frozen=True)
+class TreeEvidence:
+    """Whether the tree a landing would leave on main was tested green on that main:
+    ``green`` (every test set and own-test job passed or failed only as main does), ``testing``
+    (integrating or jobs running), ``failed`` (a new failure, a conflict, an error) or
+    ``untested`` (no run of these heads on this main yet)."""
+
+    state: Literal["green", "testing", "failed", "untested"]
+    run_id: int | None = None
+    tree: str | None = None
+    detail: str = ""
+
+
+def landing_order(order: Sequence[int], open_prs: Iterable[int], up_to: int | None) -> list[int]:
+    """The PRs a landing takes, bottom first: the series' open PRs in series order, up to and
+    including ``up_to`` (all of them without it). Empty when ``up_to`` is not one of them."""
+    still_open = set(open_prs)
+    numbers = [n for n in order if n in still_open]
+    if up_to is None:
+        return numbers
+    if up_to not in numbers:
+        return []
+    return numbers[: numbers.index(up_to) + 1]
+
+
+def approvers(
+    reviews: Sequence[ReviewRecord], *, author: str, head_sha: str, rules: MergeRules
+) -> set[str]:
+    """Who approves the PR now: each reviewer's newest decisive review is an approval (on the
+    current head when stale approvals are dismissed); the author never counts."""
+    newest: dict[str, str] = {}
+    for review in reviews:
+        if review.state == "COMMENTED":
+            continue
+        stale = rules.dismiss_stale_reviews and review.commit_id != head_sha
+        newest[review.author] = "STALE" if stale else review.state
+    return {login for login, state in newest.items() if state == "APPROVED" and login != author}
+
+
+def blockers(*, rules: MergeRules, approving_writers: int, checks: Mapping[str, str]) -> list[str]:
+    """What the base branch's protection still needs of one PR, as ``needs …`` phrases."""
+    needs: list[str] = []
+    for name in rules.required_checks:
+        outcome = checks.get(name)
+        if outcome is None:
+            needs.append(f"the required check `{name}` (not reported on this head)")
+        elif outcome == "pending":
+            needs.append(f"the required check `{name}` to finish")
+        elif outcome not in ("success", "neutral", "skipped"):
+            needs.append(f"the required check `{name}` to pass (it is `{outcome}`)")
+    if approving_writers < rules.approvals:
+        missing = rules.approvals - approving_writers
+        noun = "approving review" if missing == 1 else "approving reviews"
+        needs.append(f"{missing} more {noun} by someone with write access")
+    return needs
+
+
+def refusal_note(status: int | None, message: str) -> str:
+    """Why GitHub would not merge a PR, for the account on every PR of the landing."""
+    text = " ".join(message.split())
+    if status == 409:
+        return "a new push: its head is no longer the tested one; land again once it is tested"
+    lowered = text.lower()
+    if "approving review" in lowered or "status check" in lowered:
+        return f"blocked: needs what branch protection asks: {text}"
+    return f"GitHub refused the merge ({status}): {text}"
+
+
+def mark(entries: Sequence[LandingEntry], number: int, **changes: Any) -> list[LandingEntry]:
+    """``entries`` with PR ``number``'s entry changed."""
+    return [replace(e, **changes) if e.number == number else e for e in entries]
+
+
+STOP_CAUSES = ("new push", "blocked", "refused", "untested", "closed", "other")
+
+
+def stop_cause(reason: str | None) -> str:
+    """The cause of a stopped landing, for ``/metrics``, read from the reason it was given."""
+    text = reason or ""
+    if "a new push" in text:
+        return "new push"
+    if "blocked: needs" in text:
+        return "blocked"
+    if "GitHub refused" in text:
+        return "refused"
+    if "not tested green" in text:
+        return "untested"
+    if "outside the landing" in text:
+        return "closed"
+    return "other"

@@ -1,0 +1,96 @@
+"""The one question a landing asks of stackbot's results: was this exact tree tested green, for
+these PR heads, with all its test sets and the PRs' own test files, on this main?
+
+:func:`tested_tree` answers it with what the store holds today: the newest integration run of
+these heads on this main (the series run when the whole series lands, the stack run of #N for a
+prefix), its jobs on the final tree and its findings. When results are keyed by tree, test-set
+definition, shape and runner environment (issue 24), this is the one function to switch: the
+landing only reads the :class:`~stackbot.domain.landing.TreeEvidence` it returns.
+
+Green means: the run integrated (clean, or resolved by regeneration), it has jobs, every job
+finished, and every failure is a failure main has too (pre-existing) or a confirmed flake; no
+finding is new, suspect or still bisecting; no job ended without a usable result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy import Engine
+
+from stackbot.db import landing_store
+from stackbot.db.engine import session_scope
+from stackbot.db.models import Job, TestFinding
+from stackbot.db.models.jobs import FINISHED_STATES
+from stackbot.domain.landing import TreeEvidence
+
+_INTEGRATED = frozenset({"clean", "resolved"})
+_NOT_GREEN_FINDINGS = frozenset({"new"})
+_UNDECIDED_FINDINGS = frozenset({"suspect", "bisecting"})
+_NO_RESULT = frozenset({"error", "timeout", "infra", "cancelled"})
+
+
+def tested_tree(
+    engine: Engine,
+    *,
+    repo_id: int,
+    series_key: str,
+    numbers: Sequence[int],
+    heads: Mapping[int, str],
+    main_sha: str,
+    whole_series: bool,
+) -> TreeEvidence:
+    """Whether the tree of ``numbers`` at ``heads`` merged onto ``main_sha`` was tested green."""
+    with session_scope(engine, immediate=False) as session:
+        run = landing_store.newest_matching_run(
+            session,
+            repo_id=repo_id,
+            kind="series" if whole_series else "stack",
+            series_key=series_key,
+            target_pr=numbers[-1] if numbers else None,
+            base_sha=main_sha,
+            heads={n: heads[n] for n in numbers},
+        )
+        if run is None or run.id is None:
+            return TreeEvidence("untested", detail="its integration on the current main")
+        if run.status in ("pending", "running"):
+            return TreeEvidence("testing", run.id, detail="its integration on the current main")
+        if run.status not in _INTEGRATED:
+            why = "a conflict" if run.status == "conflict" else "an integration error"
+            return TreeEvidence("failed", run.id, detail=f"its integration ended in {why}")
+        jobs, findings = landing_store.tree_jobs_and_findings(session, run_id=run.id)
+        return _judge(run.id, run.final_tree, jobs, findings)
+
+
+def _judge(
+    run_id: int, tree: str | None, jobs: Sequence[Job], findings: Sequence[TestFinding]
+) -> TreeEvidence:
+    if not jobs:
+        return TreeEvidence("testing", run_id, tree, "its test jobs to be planned")
+    running = [j for j in jobs if j.status not in FINISHED_STATES]
+    if running:
+        return TreeEvidence("testing", run_id, tree, f"{len(running)} test job(s) to finish")
+    classes = {f.failure_class for f in findings}
+    if classes & _NOT_GREEN_FINDINGS:
+        new = sorted(f.nodeid for f in findings if f.failure_class in _NOT_GREEN_FINDINGS)
+        return TreeEvidence("failed", run_id, tree, f"new failures: {', '.join(new[:3])}")
+    if classes & _UNDECIDED_FINDINGS:
+        return TreeEvidence("testing", run_id, tree, "failing tests to be confirmed or bisected")
+    classified = {(f.test_set, f.shape) for f in findings}
+    unclassified = [
+        j for j in jobs if j.status == "failed" and (j.test_set, j.shape) not in classified
+    ]
+    if unclassified:
+        return TreeEvidence("testing", run_id, tree, "failing tests to be compared with main")
+    # A job without a usable result counts only if no later attempt of it has one.
+    settled = {(j.test_set, j.shape, tuple(j.targets or ())) for j in jobs if j.status == "passed"}
+    settled |= {(j.test_set, j.shape, tuple(j.targets or ())) for j in jobs if j.status == "failed"}
+    broken = [
+        j
+        for j in jobs
+        if j.status in _NO_RESULT and (j.test_set, j.shape, tuple(j.targets or ())) not in settled
+    ]
+    if broken:
+        names = ", ".join(sorted({f"{j.test_set} {j.shape}" for j in broken}))
+        return TreeEvidence("failed", run_id, tree, f"jobs without a result: {names}")
+    return TreeEvidence("green", run_id, tree, "tested green")

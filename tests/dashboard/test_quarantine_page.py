@@ -1,0 +1,68 @@
+"""The quarantine page (issue 26 point 6) on SQLite and PostgreSQL: a test the real planner
+found flaky three times is listed with when it started, its evidence (each failing job and the
+passing rerun of the same tree), its expiry and the release rule's progress; seen in Chromium at
+1400 and 390 px (screenshots quarantine-<width>.png)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import Engine
+
+from benchmarks.plan_sim import Injected
+from stackbot.adapters.http_server import BackgroundServer
+from stackbot.config import Settings
+from stackbot.web import dashboard
+from tests.support.browser import (
+    artifacts_dir,
+    browser,  # noqa: F401  (fixture)
+)
+from tests.support.series_sim import series_sim, sim_client
+
+FLAKY = "tests/unit_tests/test_layer_3.py::test_flaky_3"
+
+
+def test_a_quarantined_test_is_shown_with_its_evidence_expiry_and_release_progress(
+    engine: Engine, settings: Settings
+) -> None:
+    sim = series_sim(engine, settings, "series-first", prs=4, injected=Injected(flaky_at=[3]))
+    for push in (None, 4, 4):
+        sim.push(push)
+        sim.drive()
+    with sim_client(sim) as client:
+        empty_before = client.get("/series/6307/flaky").text
+        html = client.get("/quarantine").text
+    assert 'href="/quarantine"' in empty_before
+    assert f"<code>{FLAKY}</code>" in html and "flaky 3 times" in html
+    assert html.count('<a href="/jobs/') == 6  # three failing jobs, three passing reruns
+    assert re.search(r"<td class=\"num\">[0-2] / 30 clean runs</td>", html)
+    assert "3 times within 14 days" in html and "30 days after it started" in html
+
+
+@pytest.mark.browser
+def test_the_quarantine_page_reads_at_both_widths(
+    engine: Engine,
+    settings: Settings,
+    browser: Any,  # noqa: F811
+) -> None:
+    sim = series_sim(engine, settings, "series-first", prs=4, injected=Injected(flaky_at=[3]))
+    for push in (None, 4, 4):
+        sim.push(push)
+        sim.drive()
+    app = FastAPI(docs_url=None, redoc_url=None)
+    app.state.engine, app.state.settings = sim.engine, sim.settings
+    dashboard.install(app)
+    server = BackgroundServer(port=0, name="quarantine")
+    with server.serving(app):
+        for width in (1400, 390):
+            context = browser.new_context(viewport={"width": width, "height": 900})
+            page = context.new_page()
+            page.goto(server.url + "/quarantine")
+            assert page.locator("#quarantined tbody tr").count() == 1
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            page.screenshot(path=str(artifacts_dir() / f"quarantine-{width}.png"), full_page=True)
+            context.close()
+            assert wide <= width, f"the quarantine page is {wide} px wide at {width} px"

@@ -1,0 +1,203 @@
+"""A landing that GitHub stops half-way, on the stand-in and both databases: a PR pushed while
+the landing merges, a PR branch protection refuses. What merged stays merged, the rest stays open
+and correctly based (never closed with a deleted base), and every PR of the landing says so.
+
+The landing is written in the merging state with the heads that were tested (what the waiting
+state hands over once the tree tested green), so the test drives exactly the merge loop."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, select
+
+from stackbot.db import github_store
+from stackbot.db.engine import session_scope
+from stackbot.db.models import IntegrationRun, Job, Landing
+from stackbot.domain.landing import LandingEntry, LandingState
+from stackbot.domain.landing_text import LANDING_MARKER
+from stackbot.domain.tasks import Land
+from stackbot.services import landing
+from stackbot.standin import hosting
+from stackbot.taskqueue import queue
+from stackbot.web.landing_metrics import landing_lines
+from tests.sync.pipeline import Pipeline, open_pr, push
+
+
+def _series(pipeline: Pipeline) -> list[int]:
+    first = open_pr(pipeline, author="carol", branch="amax-group", title="Amax group")
+    second = open_pr(
+        pipeline, author="carol", branch="amax-tests", title="Tests", base="amax-group"
+    )
+    third = open_pr(pipeline, author="carol", branch="amax-docs", title="Docs", base="amax-tests")
+    pipeline.deliver()
+    pipeline.control.set_merge_settings(pipeline.repo, delete_branch_on_merge=True)
+    return [first, second, third]
+
+
+def _merging(pipeline: Pipeline, numbers: list[int], heads: dict[int, str]) -> int:
+    with session_scope(pipeline.engine) as session:
+        repo = github_store.get_repository(session, full_name=pipeline.repo)
+        assert repo is not None and repo.id is not None
+        row = Landing(
+            repo_id=repo.id,
+            series_key=f"root-#{numbers[0]}",
+            requested_on=numbers[-1],
+            requested_by="bob",
+            comment_id=1,
+            state=LandingState.MERGING.value,
+            merge_method="squash",
+            entries=[LandingEntry(n, heads[n]).to_json() for n in numbers],
+        )
+        session.add(row)
+        session.flush()
+        assert row.id is not None
+        landing_id = row.id
+    with session_scope(pipeline.engine) as session:
+        queue.enqueue(session, "land", Land(pipeline.repo, landing_id).to_payload())
+    return landing_id
+
+
+def _run_landing(pipeline: Pipeline) -> None:
+    landing.register_tasks(pipeline.worker.registry)
+    pipeline.handled = (*pipeline.handled, "land")
+    pipeline.run_tasks()
+
+
+def _row(pipeline: Pipeline, landing_id: int) -> Landing:
+    with Session(pipeline.engine) as session:
+        row = session.exec(select(Landing).where(Landing.id == landing_id)).one()
+        return row
+
+
+def _comment(pipeline: Pipeline, number: int) -> str:
+    found = [c.body for c in pipeline.bot_comments(number) if c.body.startswith(LANDING_MARKER)]
+    assert len(found) == 1, f"#{number}: {len(found)} landing comments"
+    return found[0]
+
+
+def test_a_push_mid_landing_stops_it_with_the_rest_open_and_based_on_main(
+    pipeline: Pipeline,
+) -> None:
+    first, second, third = numbers = _series(pipeline)
+    tested = {n: pipeline.head(n) for n in numbers}
+    landing_id = _merging(pipeline, numbers, tested)
+    push(pipeline, second, author="carol")  # after the tree was tested, before it lands
+    _run_landing(pipeline)
+
+    control, repo = pipeline.control, pipeline.repo
+    assert control.pull(repo, first).merged
+    middle, top = control.pull(repo, second), control.pull(repo, third)
+    assert middle.state == "open" and middle.base_ref == "main"  # retargeted before #first merged
+    assert top.state == "open" and top.base_ref == "amax-tests"  # its parent is still open
+    row = _row(pipeline, landing_id)
+    assert row.state == "stopped"
+    assert (
+        row.reason == f"#{second} did not merge: a new push: its head is no longer the tested one"
+    )
+    for number in numbers:
+        body = _comment(pipeline, number)
+        assert f"⛔ **Landing stopped**: #{second} did not merge: a new push" in body
+        assert f"#{first} (tested head `{tested[first][:10]}`) merged into `main`" in body
+        assert f"Still open: #{second}, #{third}" in body
+    assert not [
+        p for p in control.repo(repo).pulls.values() if p.state == "closed" and not p.merged
+    ]
+    metrics = landing_lines(pipeline.engine)
+    assert 'stackbot_landings{state="stopped"} 1' in metrics
+    assert "stackbot_landed_prs_total 1" in metrics
+    assert 'stackbot_landings_stopped_total{cause="new push"} 1' in metrics
+
+
+def test_branch_protection_refusing_a_merge_is_reported_as_blocked(pipeline: Pipeline) -> None:
+    first, second, third = numbers = _series(pipeline)
+    tested = {n: pipeline.head(n) for n in numbers}
+    control, repo = pipeline.control, pipeline.repo
+    landing_id = _merging(pipeline, numbers, tested)
+    control.protect_branch(repo, "main", approvals=1)
+    control.approve(repo, first, "bob")  # bob has write access: #first may merge, #second not
+    _run_landing(pipeline)
+
+    assert control.pull(repo, first).merged
+    assert not control.pull(repo, second).merged and control.pull(repo, second).base_ref == "main"
+    row = _row(pipeline, landing_id)
+    assert row.state == "stopped" and row.reason is not None
+    assert row.reason.startswith(f"#{second} did not merge: blocked: needs")
+    assert "approving review" in row.reason
+    assert f"not reached: #{second} did not merge" in _comment(pipeline, third)
+
+
+def _tested_green(pipeline: Pipeline, numbers: list[int], series_key: str) -> None:
+    """A series run of the PRs' current heads on the current main, its one job passed: what the
+    integration and the test plan leave once the tree tested green."""
+    main = pipeline.control.repo(pipeline.repo).bare_path
+    main_sha = hosting.resolve(main, "refs/heads/main")
+    with session_scope(pipeline.engine) as session:
+        repo = github_store.get_repository(session, full_name=pipeline.repo)
+        assert repo is not None and repo.id is not None and main_sha is not None
+        run = IntegrationRun(
+            repo_id=repo.id,
+            kind="series",
+            series_key=series_key,
+            base_ref="main",
+            base_sha=main_sha,
+            status="clean",
+            final_tree="f" * 40,
+            final_commit="c" * 40,
+            heads={str(n): pipeline.head(n) for n in numbers},
+        )
+        session.add(run)
+        session.flush()
+        session.add(
+            Job(
+                repo_id=repo.id,
+                integration_run_id=run.id,
+                test_set="amax-group",
+                shape="1x4",
+                tree_sha="f" * 40,
+                commit_sha="c" * 40,
+                config_hash="h" * 64,
+                status="passed",
+            )
+        )
+
+
+def test_a_vetter_lands_and_cancels_and_protection_blocks_before_anything_merges(
+    pipeline: Pipeline,
+) -> None:
+    first, second, third = numbers = _series(pipeline)
+    control, repo = pipeline.control, pipeline.repo
+    with session_scope(pipeline.engine) as session:
+        stored = github_store.get_repository(session, full_name=repo)
+        assert stored is not None and stored.id is not None
+        [key] = github_store.series_keys_of(session, repo_id=stored.id, number=second)
+    control.comment(repo, second, "bob", f"/stackbot land #{second}")
+    pipeline.deliver()
+    [reply] = [c.body for c in pipeline.replies(second) if "landing" in c.body]
+    assert reply.startswith(f"Queued the series up to #{second} for landing: #{first} → #{second},")
+    control.comment(repo, third, "bob", "/stackbot land cancel")
+    pipeline.deliver()
+    assert any(
+        c.body == f"Landing of #{first} → #{second} cancelled; nothing more merges."
+        for c in pipeline.replies(third)
+    )
+
+    control.protect_branch(repo, "main", approvals=1)
+    _tested_green(pipeline, numbers, key)
+    control.comment(repo, third, "bob", "/stackbot land")
+    pipeline.deliver()
+    _run_landing(pipeline)  # green, but nobody approved: blocked, nothing merged
+    assert not any(control.pull(repo, n).merged for n in numbers)
+    body = _comment(pipeline, third)
+    assert f"**Queued for landing**: #{first} → #{second} → #{third}." in body
+    assert (
+        f"#{first} is blocked: needs 1 more approving review by someone with write access" in body
+    )
+    for number in numbers:
+        control.approve(repo, number, "bob")
+    with Session(pipeline.engine) as session:  # look again now rather than in a minute
+        active = session.exec(select(Landing).where(Landing.state == "waiting")).one()
+        assert active.id is not None
+        queue.enqueue(session, "land", Land(repo, active.id).to_payload())
+        session.commit()
+    pipeline.run_tasks()
+    assert all(control.pull(repo, n).merged for n in numbers), _comment(pipeline, third)
+    assert "✅ **Landed** on `main`" in _comment(pipeline, first)
