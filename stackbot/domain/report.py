@@ -288,13 +288,30 @@ def _tests(view: PrReportView) -> str:
     """Each test row (and the PR's own test files), folded: the failures above say what the
     verdict needs; the rows are for whoever wants the numbers."""
     blocks = []
+    placed: set[int] = set()  # own-test views shown inside a block of test rows
     if view.tests:
         blocks.append(_test_block(view, view.tests, "the stack integration", view.tested_commit))
+        placed |= _own_ids(view, "the stack integration", view.tested_commit)
     if view.series_tests and in_tree(view.series_integration, view.pr.number):
         key = view.stack.series_key
         series = f"the series {key} integration" if key else "the series integration"
         blocks.append(_test_block(view, view.series_tests, series, view.series_tested_commit))
+        placed |= _own_ids(view, series, view.series_tested_commit)
+    # own test files whose tree has no rows here yet are still shown
+    blocks.extend(
+        block
+        for index, own in enumerate(view.own_tests)
+        if index not in placed and (block := render_own_tests(own))
+    )
     return "\n\n".join(blocks)
+
+
+def _own_ids(view: PrReportView, where: str, commit: str | None) -> set[int]:
+    return {
+        index
+        for index, own in enumerate(view.own_tests)
+        if own.where == where and own.commit in (None, commit)
+    }
 
 
 def _test_block(
