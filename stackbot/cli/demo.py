@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stackbot.cli.demo_act import register_actions
 from stackbot.cli.serve import _port
 
 
@@ -22,8 +23,10 @@ def register(subparsers: Any) -> None:
             "executor), creates a Megatron-like repository with the stacked series "
             "#8034 → #8035 → #8748 of tracking issue #6307, a conflicting PR and a superseded "
             "one, vets it, runs the GPU test sets with torchrun (CPU ranks with gloo when there "
-            "is no GPU), and posts the results back. Prints each PR's sticky comment and the "
-            "dashboard URL."
+            "is no GPU), and posts the results back. Tells what happens, then each PR's verdict, "
+            "its sticky comment and the dashboard URL. While it serves, `stackbot demo comment` "
+            "and `stackbot demo push` act on it as its people would (its GitHub stand-in listens "
+            "on --port + 1)."
         ),
     )
     parser.add_argument("--once", action="store_true", help="exit when every report is posted")
@@ -48,6 +51,7 @@ def register(subparsers: Any) -> None:
         "(default 0: the embedded worker)",
     )
     parser.set_defaults(handler=_demo)
+    register_actions(parser)
 
 
 def _default_workdir() -> Path:

@@ -27,21 +27,24 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import make_url
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from gpu_jobs.executors.pool import detect_gpus
 from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import Settings, load_settings
 from stackbot.db import migrate
-from stackbot.db.models import IntegrationRun, Job, Task
+from stackbot.db.models import Approval, IntegrationRun, IntegrationStep, Job, Task
 from stackbot.db.models._columns import utcnow
 from stackbot.demo import scenario
+from stackbot.demo.story import JobFacts, RunFacts, StepFacts, Story, busy_words, pr_summary
 from stackbot.domain.report import MARKER
+from stackbot.domain.report_view import test_set_words
 from stackbot.standin import StandinServer
 from stackbot.web.app import create_app
 from stackbot.worker.handlers import service_registry
 
 APP_ID = 4242
+ALLOWLIST = "tools/process_group_usage_allowlist.json"  # the demo's generated file
 FINISHED_JOBS = ("passed", "failed", "error", "timeout", "infra", "cancelled")
 Say = Callable[[str], None]
 
@@ -73,6 +76,7 @@ class DemoStack:
         *,
         workers: int = 0,
         serve_process: bool = False,
+        standin_port: int = 0,
     ) -> None:
         self.workdir = workdir
         self.port = port
@@ -81,7 +85,7 @@ class DemoStack:
         self.workers = workers
         self.serve_process = serve_process
         self.server_process: subprocess.Popen[bytes] | None = None
-        self.github = StandinServer(workdir / "github")
+        self.github = StandinServer(workdir / "github", port=standin_port)
         self.settings: Settings | None = None
         self._web: BackgroundServer | None = None
         self._options: dict[str, Any] = {}
@@ -92,7 +96,10 @@ class DemoStack:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Settings:
-        self.github.start()
+        try:
+            self.github.start()
+        except RuntimeError as error:
+            raise RuntimeError(f"{error}: pass another port with --port") from None
         self.say(f"GitHub stand-in on {self.github.url}")
         key_path = self._app_key()
         secret = secrets.token_hex(32)
@@ -261,7 +268,8 @@ def run_demo(
     workdir.mkdir(parents=True)
     log_path = send_logs_to(workdir / "stackbot-demo.log")
     say(f"work directory {workdir}; worker and HTTP logs in {log_path}")
-    stack = DemoStack(workdir, port, say, workers=workers)
+    # The stand-in on the next port: `stackbot demo comment|push --port P` finds it there.
+    stack = DemoStack(workdir, port, say, workers=workers, standin_port=port + 1)
     try:
         settings = stack.start()
         play = scenario.DemoScenario(stack.github.control, say)
@@ -275,6 +283,7 @@ def run_demo(
         result.dashboard = f"{stack.url}/series/{scenario.SERIES_KEY.strip('#')}"
         print_result(result, say)
         if not once and result.ok:
+            print_try_it(port, heads)
             say("serving until interrupted (Ctrl-C)")
             try:
                 while True:
@@ -322,6 +331,16 @@ class Progress:
             self.say(line)
             self.last_key = key
 
+    def event(self, line: str) -> None:
+        """One line of the story: on a terminal the progress line is cleared first (and drawn
+        again below it), so no line is left half-written or said twice."""
+        if self.live and self.last_key:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+        self.say(line)
+        if self.live:  # redrawn below the event; in a pipe it is said again only on change
+            self.last_key = ""
+
     def end(self) -> None:
         if self.live and self.last_key:
             self.stream.write("\n")
@@ -341,12 +360,12 @@ def progress_line(
         what = f"jobs {done}/{len(jobs)} finished"
         if not busy:
             return what, what
-        kinds = ", ".join(sorted(set(busy)))
-        line = f"{what}; {len(busy)} task{'s' if len(busy) != 1 else ''} busy ({kinds})"
+        line = f"{what}; stackbot is busy: {busy_words(busy)}"
         # A long stretch of tasks and no job (a queue draining) still says so every 30 s.
         return f"{what} busy {int(now.timestamp()) // 30}", line
     job = running[0]
-    what = f"job {done + 1}/{len(jobs)}: {job.test_set} {job.shape} for {_tree_of(job, runs)}"
+    set_name = test_set_words(job.test_set)
+    what = f"job {done + 1}/{len(jobs)}: {set_name} {job.shape} for {_tree_of(job, runs)}"
     if len(running) > 1:
         what += f" (+{len(running) - 1} more running)"
     seconds = (now - _aware(job.started_at)).total_seconds() if job.started_at else 0.0
@@ -374,6 +393,7 @@ def wait_until_reported(
     engine = make_engine(settings.effective_database_url)
     deadline = time.monotonic() + timeout_s
     progress = Progress(say)
+    story = Story()
     try:
         while True:
             with Session(engine) as session:
@@ -381,7 +401,10 @@ def wait_until_reported(
                 job_rows = list(session.exec(select(Job)).all())
                 runs = {run.id or 0: run for run in session.exec(select(IntegrationRun)).all()}
                 dead = session.exec(select(Task).where(Task.status == "dead")).all()
+                facts = _story_facts(session, runs, job_rows)
                 session.expunge_all()
+            for event in story.update(**facts, replies=_replies(stack)):
+                progress.event(event)
             jobs = [job.status for job in job_rows]
             soon = utcnow() + timedelta(seconds=5)  # the periodic reconcile waits far longer
             busy = [
@@ -429,6 +452,67 @@ def wait_until_reported(
         engine.dispose()
 
 
+def _story_facts(
+    session: Session, runs: dict[int, IntegrationRun], jobs: list[Job]
+) -> dict[str, Any]:
+    """What the story tells, read from the database: finished runs with their steps,
+    approvals and finished jobs."""
+    steps: dict[int, list[StepFacts]] = {}
+    for step in session.exec(select(IntegrationStep).order_by(col(IntegrationStep.position))).all():
+        paths = [str(c.get("path", "")) for c in step.conflicts]
+        generated = [p for p in paths if p == ALLOWLIST]
+        steps.setdefault(step.run_id, []).append(
+            StepFacts(
+                step.pr_number,
+                step.outcome,
+                tuple(p for p in paths if p not in generated),
+                tuple(step.conflicts_with),
+                tuple(generated),
+                step.skipped_reason,
+            )
+        )
+    run_facts = [
+        RunFacts(
+            run_id,
+            run.kind,
+            run.status,
+            run.base_ref,
+            run.target_pr,
+            run.series_key,
+            tuple(steps.get(run_id, ())),
+            run.error,
+        )
+        for run_id, run in sorted(runs.items())
+    ]
+    approvals = [
+        (a.pr_number, a.sha, a.vetter, a.kind)
+        for a in session.exec(select(Approval).order_by(col(Approval.id))).all()
+    ]
+    job_facts = [
+        JobFacts(
+            job.id or 0,
+            job.test_set,
+            job.shape,
+            job.status,
+            _tree_of(job, runs),
+            {k: v for k, v in (job.counts or {}).items() if isinstance(v, int)},
+            job.reused_from_job_id is not None,
+        )
+        for job in sorted(jobs, key=lambda job: job.id or 0)
+    ]
+    return {"runs": run_facts, "approvals": approvals, "jobs": job_facts}
+
+
+def _replies(stack: DemoStack) -> list[tuple[int, int, str]]:
+    """stackbot's answers to commands (its comments other than the sticky reports)."""
+    found = []
+    for number in scenario.REPORTED_PRS:
+        for comment in stack.github.control.comments(scenario.REPO, number):
+            if comment.via_app and not comment.body.startswith(MARKER):
+                found.append((number, comment.id, comment.body))
+    return found
+
+
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
@@ -443,7 +527,26 @@ def sticky_comments(stack: DemoStack) -> dict[int, str]:
     return found
 
 
+def print_try_it(port: int, heads: dict[int, str]) -> None:
+    """How to act on the running demo as its people would, from another terminal."""
+    flag = "" if port == 8000 else f" --port {port}"
+    sys.stdout.write(
+        "\nAct on it as a user would, from another terminal (stackbot answers on the PR):\n"
+        f'  stackbot demo comment 8050 "/stackbot depends-on #8035" --as {scenario.OUTSIDER}'
+        f"{flag}\n"
+        f'  stackbot demo comment 8050 "/ok to test {heads.get(8050, "")[:7]}" --as '
+        f"{scenario.VETTER}{flag}\n"
+        f"  stackbot demo push 8748 --as {scenario.OUTSIDER}{flag}\n"
+        f'  stackbot demo comment 8748 "/stackbot status" --as {scenario.VETTER}{flag}\n\n'
+    )
+    sys.stdout.flush()
+
+
 def print_result(result: DemoResult, say: Say) -> None:
+    if result.comments:
+        sys.stdout.write("\nWhere each PR stands (its sticky comment's first lines):\n")
+        for number, body in sorted(result.comments.items()):
+            sys.stdout.write(f"  {pr_summary(number, body)}\n")
     for number, body in sorted(result.comments.items()):
         sys.stdout.write(f"\n──── sticky comment on #{number} " + "─" * 40 + "\n")
         # The hidden marker is for stackbot, not for the reader (GitHub does not show it).

@@ -158,6 +158,34 @@ def edge_words(source: str) -> str:
     return EDGE_WORDS.get(source, source.replace("_", " "))
 
 
+PROBLEM_WORDS = {
+    "cycle": "dependency cycle",
+    "missing_parent": "parent not found",
+    "closed_parent": "parent closed",
+    "superseded_parent": "parent superseded",
+    "conflict": "conflict",
+}
+
+
+def problem_words(kind: str) -> str:
+    """A series problem's kind as a reader says it: ``missing_parent`` → ``parent not found``."""
+    return PROBLEM_WORDS.get(kind, kind.replace("_", " "))
+
+
+PURPOSE_WORDS = {
+    "tree": "testing trees",
+    "confirm": "confirming reruns",
+    "bisect": "bisecting",
+    "retry": "infra retries",
+    "baseline": "main's baselines",
+}
+
+
+def purpose_words(purpose: str) -> str:
+    """Why jobs ran, as a reader says it: ``tree`` → ``testing trees``."""
+    return PURPOSE_WORDS.get(purpose, purpose.replace("_", " "))
+
+
 def stack_order(numbers: Sequence[int], edges: Sequence[GraphEdge]) -> list[tuple[int, int]]:
     """The PRs as an indented tree, each ``(number, depth)``: every PR right under the parent
     that sets its depth (its deepest parent; the later one in series order on a tie), after

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from stackbot.domain.approval_carry import carried_note
 from stackbot.domain.own_tests import render_own_tests
+from stackbot.domain.report_failures import (
+    FailureLine,
+    count_line,
+    failure_lines,
+    render_failure_groups,
+)
 from stackbot.domain.report_lines import (
-    MAX_LISTED,
     code_list,
-    finding_line,
     plural_s,
     pr_list,
     retry_line,
@@ -28,7 +32,7 @@ from stackbot.domain.report_view import (
     StepView,
     TestRow,
 )
-from stackbot.domain.verdict import decide, in_tree, step_of
+from stackbot.domain.verdict import VerdictKind, decide, in_tree, step_of
 
 MARKER = "<!-- stackbot:report v1 -->"
 
@@ -40,39 +44,42 @@ __all__ = ["MARKER", "render_status_reply", "render_sticky_comment"]
 
 def render_sticky_comment(view: PrReportView) -> str:
     """The marker (invisible once rendered), then the verdict and the next action as the first
-    line a reader sees, then the facts behind it."""
-    verdict = decide(view)
-    title = f"<sub>stackbot · #{view.pr.number} at `{short(view.head_sha)}`"
-    if view.url:
-        title += f" · [dashboard]({view.url})"
-    title += "</sub>"
-    return MARKER + "\n" + _join([f"{verdict.markdown()}\n{title}", *_sections(view)])
+    line a reader sees, the failures counted on the next, then the facts behind it: what needs
+    reading open, the rest (test rows, allowlist, stack) folded."""
+    return MARKER + "\n" + _render(view, "stackbot")
 
 
 def render_status_reply(view: PrReportView) -> str:
     """The answer to ``/stackbot status``: the same sections, without the sticky marker (so the
     reply is never mistaken for the sticky comment)."""
+    return _render(view, "stackbot status")
+
+
+def _render(view: PrReportView, who: str) -> str:
     verdict = decide(view)
-    title = f"<sub>stackbot status · #{view.pr.number} at `{short(view.head_sha)}`"
+    failures = failure_lines(view)
+    title = f"<sub>{who} · #{view.pr.number} at `{short(view.head_sha)}`"
     if view.url:
         title += f" · [dashboard]({view.url})"
     title += "</sub>"
-    return _join([f"{verdict.markdown()}\n{title}", *_sections(view)])
+    head = [verdict.markdown(), count_line(view, failures), title]
+    return _join(["\n".join(line for line in head if line), *_sections(view, failures)])
 
 
 def _join(blocks: list[str]) -> str:
     return "\n\n".join(block for block in blocks if block) + "\n"
 
 
-def _sections(view: PrReportView) -> list[str]:
+def _sections(view: PrReportView, failures: list[FailureLine]) -> list[str]:
+    # A closed PR's or an unapproved head's verdict already says what the approval line would.
+    said = decide(view).kind in (VerdictKind.CLOSED, VerdictKind.NEEDS_APPROVAL)
     return [
-        _approval(view),
-        _stack(view.stack),
+        "" if said else _approval(view),
         _integration(view),
-        _allowlist(view.allowlist),
+        render_failure_groups(failures, quarantine_url(view.url)),
         _tests(view),
-        "\n\n".join(render_own_tests(own) for own in view.own_tests),
-        _findings(view),
+        _allowlist(view.allowlist),
+        _stack(view.stack),
     ]
 
 
@@ -91,10 +98,13 @@ def _approval(view: PrReportView) -> str:
             "on a new base)."
         )
     if approval.kind == "approved":
-        return f"**Approval:** ✅ `{head}` approved by @{approval.by}."
+        return f"**Approval:** ✅ `{head}` approved for testing by @{approval.by}."
     if approval.kind == "trusted":
-        return f"**Approval:** ✅ trusted author @{approval.by}: `{head}` is tested automatically."
-    text = f"**Approval:** ⏳ waiting for a vetter to comment `/ok to test {head}`."
+        return (
+            f"**Approval:** ✅ @{approval.by} is a trusted author: `{head}` is tested without "
+            f"waiting for a vetter."
+        )
+    text = f"**Approval:** ⏳ not tested yet: waiting for a vetter to comment `/ok to test {head}`."
     if approval.earlier_sha:
         text += (
             f" The approval of `{short(approval.earlier_sha)}` does not carry over: the PR's own"
@@ -105,16 +115,23 @@ def _approval(view: PrReportView) -> str:
 
 
 def _stack(stack: StackView) -> str:
-    heading = "**Stack**" + (f" · series `{stack.series_key}`" if stack.series_key else "")
-    lines = [heading]
+    """Folded: the stack's shape is on the dashboard too; its problems stay in view."""
+    problems = "\n".join(f"⚠️ {problem}" for problem in stack.problems)
+    lines = []
     if stack.parents:
         lines.append("- depends on: " + ", ".join(p.describe() for p in stack.parents))
     if stack.children:
         lines.append("- needed by: " + ", ".join(p.describe() for p in stack.children))
-    if not stack.parents and not stack.children:
-        lines.append("- no parent or child PRs")
-    lines.extend(f"- ⚠️ {problem}" for problem in stack.problems)
-    return "\n".join(lines)
+    if not lines:
+        return problems
+    counts = []
+    if stack.parents:
+        counts.append(f"{len(stack.parents)} parent PR{plural_s(len(stack.parents))}")
+    if stack.children:
+        counts.append(f"{len(stack.children)} child PR{plural_s(len(stack.children))}")
+    summary = "Stack" + (f" of series {stack.series_key}" if stack.series_key else "")
+    folded = _details(f"{summary}: {', '.join(counts)}", lines).strip()
+    return "\n".join(block for block in (problems, folded) if block)
 
 
 _OUTCOME_ICON = {
@@ -135,7 +152,10 @@ def _integration(view: PrReportView) -> str:
         lines.append(head)
         lines.extend(f"  {line}" for line in notable)
     if view.series_integration is not None:
-        lines.extend(_series_lines(view, view.series_integration))
+        # A step resolved the same way in both runs is said once (under the stack run).
+        said = {line.strip() for line in lines}
+        series = _series_lines(view, view.series_integration)
+        lines.extend(line for line in series if line.strip() not in said or line.startswith("-"))
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
@@ -166,7 +186,9 @@ def _series_lines(view: PrReportView, run: IntegrationView) -> list[str]:
     else:
         lines = [head + f"{_OUTCOME_ICON.get(step.outcome, '❔')} this PR was left out{link}"]
         lines.append(f"  {_step_line(step)}")
-        lines.append("  - the series' test results do not include this PR, so none are shown here")
+        lines.append(
+            "  - the series' test results do not include this PR, so none are counted here"
+        )
     others = [
         other
         for other in run.steps
@@ -174,8 +196,8 @@ def _series_lines(view: PrReportView, run: IntegrationView) -> list[str]:
     ]
     for other in others:
         lines.append(
-            f"  - ⚠️ #{other.pr} conflicts with this PR in {code_list(other.conflicting_paths)}"
-            f" and was left out of the series (its comment says how to fix it)"
+            f"  - ⚠️ #{other.pr} conflicts with this PR in {code_list(other.conflicting_paths)};"
+            f" it was left out of the series run, and its comment gives the ways out"
         )
     return lines
 
@@ -208,37 +230,51 @@ def _step_line(step: StepView) -> str:
             text += f" with {pr_list(step.conflicts_with)}"
         return text
     if step.outcome == "resolved":
-        text = (
-            f"- {icon} #{step.pr}: conflict in generated {code_list(step.resolved_files)} resolved"
-        )
-        return text + (f": {step.resolution}" if step.resolution else " by regenerating it")
+        files = code_list(step.resolved_files)
+        what = f"- {icon} #{step.pr}: generated {files}"
+        resolution = step.resolution or ""
+        for path in step.resolved_files:  # the stored sentence starts with the path again
+            resolution = resolution.removeprefix(f"{path} ")
+        if not resolution:
+            return what + " conflicted; stackbot regenerated it on the merged tree"
+        if resolution.startswith("conflicted"):
+            return f"{what} {resolution}"
+        return f"{what} conflicted; {resolution}"
     if step.outcome == "skipped":
         return f"- {icon} #{step.pr} skipped: {step.skipped_reason or 'no reason recorded'}"
     return f"- {icon} #{step.pr} {step.outcome}"
 
 
 def _allowlist(allowlist: AllowlistView | None) -> str:
+    """What a human must act on (new reads, files that do not parse) stays in view; the totals
+    and the stale entries dropped are folded."""
     if allowlist is None:
         return ""
     delta = allowlist.delta
     total = f"total {_number(allowlist.total_before)} → {_number(allowlist.total_after)}"
     if delta is not None:
         total += f" ({delta:+d})" if delta else " (unchanged)"
-    lines = [f"**Allowlist** `{allowlist.path}`: {total}"]
+    loud = []
     if allowlist.new_reads:
         count = len(allowlist.new_reads)
-        lines.append(
+        loud.append(
             f"- ⚠️ {count} new read{plural_s(count)} that no side listed (a human must allow or "
             f"remove {'them' if count > 1 else 'it'}): {code_list(allowlist.new_reads)}"
         )
+    if allowlist.unparsed:
+        loud.append(f"- ⚠️ files that do not parse (not scanned): {code_list(allowlist.unparsed)}")
+    quiet = []
     if allowlist.stale_dropped:
         count = len(allowlist.stale_dropped)
-        lines.append(
-            f"- {count} stale entr{'ies' if count > 1 else 'y'} dropped: {code_list(allowlist.stale_dropped)}"
-        )
-    if allowlist.unparsed:
-        lines.append(f"- ⚠️ files that do not parse (not scanned): {code_list(allowlist.unparsed)}")
-    return "\n".join(lines)
+        entries = "entries" if count > 1 else "entry"
+        quiet.append(f"- {count} stale {entries} dropped: {code_list(allowlist.stale_dropped)}")
+    summary = f"Allowlist `{allowlist.path}`: {total}"
+    if loud:
+        folded = _details("stale entries dropped", quiet) if quiet else ""
+        return "\n".join([f"**{summary}**", *loud]) + folded
+    if not quiet:
+        return f"{summary}, regenerated on the merged tree."
+    return _details(summary, quiet).strip()
 
 
 def _number(value: int | None) -> str:
@@ -249,60 +285,55 @@ def _number(value: int | None) -> str:
 
 
 def _tests(view: PrReportView) -> str:
+    """Each test row (and the PR's own test files), folded: the failures above say what the
+    verdict needs; the rows are for whoever wants the numbers."""
     blocks = []
+    placed: set[int] = set()  # own-test views shown inside a block of test rows
     if view.tests:
-        where = "the stack integration"
-        blocks.append(_test_block(view, view.tests, where, view.tested_commit))
+        blocks.append(_test_block(view, view.tests, "the stack integration", view.tested_commit))
+        placed |= _own_ids(view, "the stack integration", view.tested_commit)
     if view.series_tests and in_tree(view.series_integration, view.pr.number):
         key = view.stack.series_key
         series = f"the series {key} integration" if key else "the series integration"
         blocks.append(_test_block(view, view.series_tests, series, view.series_tested_commit))
+        placed |= _own_ids(view, series, view.series_tested_commit)
+    # own test files whose tree has no rows here yet are still shown
+    blocks.extend(
+        block
+        for index, own in enumerate(view.own_tests)
+        if index not in placed and (block := render_own_tests(own))
+    )
     return "\n\n".join(blocks)
+
+
+def _own_ids(view: PrReportView, where: str, commit: str | None) -> set[int]:
+    return {
+        index
+        for index, own in enumerate(view.own_tests)
+        if own.where == where and own.commit in (None, commit)
+    }
 
 
 def _test_block(
     view: PrReportView, rows: tuple[TestRow, ...], where: str, commit: str | None
 ) -> str:
-    heading = "**Tests**"
+    summary = f"Tests: {len(rows)} job{plural_s(len(rows))} on {where}"
     if commit:
-        heading += f" on {where} `{short(commit)}`"
+        summary += f" `{short(commit)}`"
     if view.main_sha:
-        heading += f", compared with main `{short(view.main_sha)}`"
-    lines = [heading]
+        summary += f", compared with main `{short(view.main_sha)}`"
+    lines = []
     for row in rows:
         lines.append(f"- {test_line(row)}")
         if row.retry_note:
             lines.append(f"  - {retry_line(row)}")
-    details = [block for row in rows if (block := _test_details(row))]
-    return "\n".join(lines + details)
-
-
-def _test_details(row: TestRow) -> str:
-    comparison = row.comparison
-    if comparison is None:
-        return ""
-    failing = comparison.newly_fail + comparison.failing_new
-    if not failing:
-        return ""
-    items = [f"- `{nodeid}`" for nodeid in failing[:MAX_LISTED]]
-    if len(failing) > MAX_LISTED:
-        items.append(f"- and {len(failing) - MAX_LISTED} more")
-    return _details(f"{row.label}: failing here, not on main", items)
-
-
-def _findings(view: PrReportView) -> str:
-    lines = [line for f in view.findings if (line := finding_line(view, f))]
-    if not lines:
-        return ""
-    key = view.stack.series_key
-    where = f"the series {key} run" if key else "the series run"
-    head = [f"**Failing tests of {where}**"]
-    held = len({f.nodeid for f in view.findings if f.failure_class == "quarantined"})
-    if held:
-        said = f"{held} quarantined test{plural_s(held)} failed (not counted)"
-        page = quarantine_url(view.url)
-        head.append(f"{said}: [quarantined tests]({page})" if page else said)
-    return "\n".join([*head, *(f"- {line}" for line in lines)])
+    own = [
+        render_own_tests(own)
+        for own in view.own_tests
+        if own.where == where and own.commit in (None, commit)
+    ]
+    body = "\n\n".join(["\n".join(lines), *(block for block in own if block)])
+    return _details(summary, [body]).strip()
 
 
 def quarantine_url(pr_url: str | None) -> str | None:

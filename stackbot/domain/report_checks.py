@@ -7,6 +7,7 @@ row of the tree the PR was tested in and ``stackbot/tests: own files`` for its o
 from __future__ import annotations
 
 from stackbot.domain.approval_carry import carried_note
+from stackbot.domain.report_failures import count_line
 from stackbot.domain.report_lines import (
     RUNNING_WORD,
     finding_line,
@@ -158,6 +159,16 @@ def render_integration_check(view: PrReportView) -> CheckRunContent | None:
     return CheckRunContent(INTEGRATION_CHECK, "completed", "success", title[:1000], summary)
 
 
+def integration_details_url(view: PrReportView) -> str | None:
+    """Where ``stackbot/integration``'s "Details" lead: the run that decides it (the series run
+    where this PR conflicts, not its clean stack run), else the stack run, else the PR's page."""
+    verdict = decide(view)
+    if verdict.kind in ("conflict", "blocked") and verdict.url:
+        return verdict.url
+    stack = view.stack_integration
+    return (stack.url if stack else None) or view.url
+
+
 def render_series_tests_check(view: PrReportView) -> CheckRunContent | None:
     """``stackbot/series-tests``: the series run's failing tests from this PR's side. Failure
     naming the tests that this PR introduced; neutral while a PR below it introduced one (it is
@@ -201,7 +212,8 @@ def render_approval_check(view: PrReportView) -> CheckRunContent:
     """``stackbot/approval``: pending while a vetter is needed, success once the head is
     approved (or its author is trusted)."""
     head = short(view.head_sha)
-    summary = _verdict_summary(view, decide(view))
+    # The verdict alone: this check says who approved, it is not rewritten as tests finish.
+    summary = _verdict_summary(view, decide(view), counts=False)
     approval = view.approval
     if approval.kind == "waiting":
         title = f"a vetter must comment /ok to test {head}"
@@ -215,13 +227,29 @@ def render_approval_check(view: PrReportView) -> CheckRunContent:
     return CheckRunContent(APPROVAL_CHECK, "completed", "success", title, summary)
 
 
-def _verdict_summary(view: PrReportView, verdict: Verdict) -> str:
-    lines = [verdict.markdown(), "", f"#{view.pr.number} at `{short(view.head_sha)}`"]
+def _headline(view: PrReportView, verdict: Verdict) -> list[str]:
+    """The comment's first lines: the verdict, then the failures counted."""
+    counts = count_line(view)
+    return [verdict.markdown(), counts] if counts else [verdict.markdown()]
+
+
+def _verdict_summary(view: PrReportView, verdict: Verdict, *, counts: bool = True) -> str:
+    head = _headline(view, verdict) if counts else [verdict.markdown()]
+    lines = [*head, "", f"#{view.pr.number} at `{short(view.head_sha)}`"]
     if view.url:
         lines[-1] += f" · [dashboard]({view.url})"
     if verdict.url:
-        lines.append(f"- details: {verdict.url}")
+        lines.append(f"- details: [{_where(verdict.url)}]({verdict.url})")
     return "\n".join(lines)
+
+
+def _where(url: str) -> str:
+    """``…/runs/5`` → ``run 5``, ``…/jobs/7`` → ``job 7``; another URL as it is."""
+    parts = url.rstrip("/").rsplit("/", 2)
+    words = {"runs": "run", "jobs": "job"}
+    if len(parts) == 3 and parts[1] in words:
+        return f"{words[parts[1]]} {parts[2]}"
+    return url
 
 
 _ROW_TITLE = {
@@ -254,9 +282,9 @@ def _title(row: TestRow) -> str:
 def _check_summary(view: PrReportView, row: TestRow) -> str:
     verdict = decide(view)
     lines = [
-        verdict.markdown(),
+        *_headline(view, verdict),
         "",
-        f"{row.label} for #{view.pr.number} at `{short(view.head_sha)}`",
+        f"{row.shown} for #{view.pr.number} at `{short(view.head_sha)}`",
     ]
     tree = tested_tree(view)
     if tree is not None:
@@ -269,7 +297,8 @@ def _check_summary(view: PrReportView, row: TestRow) -> str:
     if row.retry_note:
         lines.append(f"- attempts: {retry_line(row)}")
     if row.url:
-        lines.append(f"- job and its log: {row.url}#log")
+        job = row.url.rsplit("/", 1)[-1]
+        lines.append(f"- [job {job}]({row.url}) · [log]({row.url}#log)")
     return "\n".join(lines)
 
 
@@ -289,9 +318,9 @@ def render_own_files_check(view: PrReportView, rows: tuple[TestRow, ...]) -> Che
     files need): in progress while one runs, else the worst of the rows' conclusions."""
     verdict = decide(view)
     lines = [
-        verdict.markdown(),
+        *_headline(view, verdict),
         "",
-        f"own test files of #{view.pr.number} at `{short(view.head_sha)}`",
+        f"#{view.pr.number}'s own test files at `{short(view.head_sha)}`",
     ]
     tree = tested_tree(view)
     if tree is not None:

@@ -55,10 +55,22 @@ def test_line(row: TestRow) -> str:
     """``✅ amax-group 2x4: 23 passed · main: 14 passed, 9 failed (9 newly pass)``; the icon is
     the verdict's colour for the row (🟡: fails only what main fails too)."""
     state = row_state(row)
-    text = f"{ROW_ICON[state]} **{row.label}**: {test_summary(row)}"
+    text = f"{ROW_ICON[state]} **{row.shown}**: {test_summary(row)}"
     if state in ("no-regressions", "not-judged"):
         text += f" — {_ROW_WORDS[state]}"
-    return text
+    return text + missing_note(row)
+
+
+def missing_note(row: TestRow) -> str:
+    """``; 2 targets absent from the tree, not run: `a.py`, `b.py` `` (a row that "passed"
+    without them must say so)."""
+    missing = row.missing_targets
+    if not missing:
+        return ""
+    count = len(missing)
+    return (
+        f"; ⚠️ {count} target{plural_s(count)} absent from the tree, not run: {code_list(missing)}"
+    )
 
 
 def retry_line(row: TestRow) -> str:
@@ -146,7 +158,7 @@ def _merged_before(view: PrReportView, culprit: int) -> bool:
 def finding_line(view: PrReportView, f: FindingView) -> str | None:
     """One failing test of the series run, said from this PR's side; None when it does not
     concern this PR (a failure introduced above it)."""
-    test = f"`{f.nodeid}` ({f.label})"
+    test = f"`{f.nodeid}` ({f.shown})"
     me = view.pr.number
     if f.failure_class == "new" and f.pr == me:
         return (

@@ -15,6 +15,15 @@ CheckStatus = Literal["queued", "in_progress", "completed"]
 Conclusion = Literal["success", "failure", "neutral", "cancelled", "timed_out", "action_required"]
 
 
+def test_set_words(test_set: str) -> str:
+    """A test set as a reader says it: ``own:8034`` (PR 8034's own test files, stackbot's
+    internal name) is "#8034's own test files"; a configured set keeps its name."""
+    prefix, _, number = test_set.partition(":")
+    if prefix == "own" and number.isascii() and number.isdigit():
+        return f"#{number}'s own test files"
+    return test_set
+
+
 @dataclass(frozen=True)
 class PrRef:
     number: int
@@ -46,6 +55,9 @@ class StackView:
     parents: tuple[PrRef, ...] = ()
     children: tuple[PrRef, ...] = ()
     problems: tuple[str, ...] = ()  # cycles, missing or closed parents involving this PR
+    # Every PR this one depends on, directly or through others: a conflict with one of them is
+    # the stack's own, with any other PR a sibling conflict (neither depends on the other).
+    ancestors: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,10 +119,18 @@ class TestRow:
     error_of: str = ""  # whose fault an error is (gpu_jobs' error_of): tree | node | configuration
     # When the row's job retries infra failures: every attempt, oldest first, the row's job last.
     attempts: tuple[Attempt, ...] = ()
+    # Targets of the test set that the tested tree does not have (they ran nothing).
+    missing_targets: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
+        """The row's key: ``amax-group 2x4``, ``own:8034 1x4``."""
         return f"{self.test_set} {self.shape}"
+
+    @property
+    def shown(self) -> str:
+        """The row as a reader sees it: ``amax-group 2x4``, ``#8034's own test files 1x4``."""
+        return f"{test_set_words(self.test_set)} {self.shape}"
 
     @property
     def retry_note(self) -> tuple[NotePart, ...]:
@@ -147,6 +167,10 @@ class FindingView:
     def label(self) -> str:
         return f"{self.test_set} {self.shape}"
 
+    @property
+    def shown(self) -> str:
+        return f"{test_set_words(self.test_set)} {self.shape}"
+
 
 @dataclass(frozen=True)
 class PrReportView:
@@ -171,6 +195,7 @@ class PrReportView:
     # The PR's own test files on each tree that tested them (the stack's, then the series'),
     # compared with main file by file.
     own_tests: tuple[OwnTestsView, ...] = ()
+    dashboard: str | None = None  # the dashboard's base URL (job links: <dashboard>/jobs/<id>)
 
     def row(self, test_set: str, shape: str) -> TestRow:
         for row in self.tests:

@@ -170,25 +170,65 @@ def _conflict(view: PrReportView, run: IntegrationView, step: StepView) -> Verdi
     paths = step.conflicting_paths
     where = f" in {_code(paths)}" if paths else ""
     which = "in the series run" if run.kind == "series" else "in its stack run"
-    if step.conflicts_with:
-        summary = f"with {_prs(step.conflicts_with)}{where} ({which})"
-        heads = (
-            f"#{step.conflicts_with[0]}'s head"
-            if len(step.conflicts_with) == 1
-            else f"the heads of {_prs(step.conflicts_with)}"
-        )
+    others = step.conflicts_with
+    depends_on = set(view.stack.ancestors) | {parent.number for parent in view.stack.parents}
+    if others and not set(others) & depends_on:
+        summary, action = _sibling_conflict(view, others, where)
+    elif others:
+        summary = f"with {_prs(others)}{where} ({which})"
+        mine = tuple(n for n in others if n in depends_on)
+        heads = f"#{mine[0]}'s head" if len(mine) == 1 else f"the heads of {_prs(mine)}"
         action = f"merge {heads} into this branch and resolve"
+        siblings = tuple(n for n in others if n not in depends_on)
+        if siblings:  # merging their heads would make this PR depend on them: the choices
+            action += (
+                f"; {_prs(siblings)} {'is' if len(siblings) == 1 else 'are'} not a dependency "
+                f"(a sibling conflict): declare one with `/stackbot depends-on #{siblings[0]}`, "
+                "or let one side land first and rebase the other then"
+            )
     else:
         summary = f"with `{run.base_ref}`{where} ({which})"
         action = f"merge `{run.base_ref}` into this branch and resolve"
     return Verdict(
         VerdictKind.CONFLICT,
         summary,
-        action,
-        conflicts_with=step.conflicts_with,
+        action + _still_waiting(view),
+        conflicts_with=others,
         paths=paths,
         url=run.url,
     )
+
+
+def _sibling_conflict(view: PrReportView, others: tuple[int, ...], where: str) -> tuple[str, str]:
+    """A conflict with PRs this one does not depend on (nor they on it: they merged first in
+    the series): merging their heads in would make an independent PR depend on unmerged work,
+    so the choices are to declare the dependency or to let one land first."""
+    stack = view.stack_integration
+    alone = (
+        f"; on its own it merges cleanly onto `{stack.base_ref}`"
+        if stack is not None and stack.status in ("clean", "resolved")
+        else ""
+    )
+    named = _prs(others)
+    summary = (
+        f"with {named}{where} in the series run: a sibling conflict, neither PR depends on the "
+        f"other{alone}"
+    )
+    first = others[0]
+    action = (
+        f"either declare the dependency with `/stackbot depends-on #{first}` (this PR is then "
+        f"integrated and tested on top of {named}), or wait until one of #{view.pr.number} and "
+        f"{named} lands and rebase the other onto `{stack.base_ref if stack else 'main'}` then"
+    )
+    return summary, action
+
+
+def _still_waiting(view: PrReportView) -> str:
+    """What the conflict must not hide: that this head is not approved for testing yet."""
+    if view.approval.kind != "waiting":
+        return ""
+    sha = view.head_sha[:7]
+    return f"; this head also waits for a vetter to comment `/ok to test {sha}`"
 
 
 def _blocked(view: PrReportView) -> Verdict | None:
@@ -255,11 +295,11 @@ def _from_tests(view: PrReportView) -> Verdict:
     trouble = [row for row, state in states if state == "job-trouble"]
     if trouble:
         row = trouble[0]
-        summary = f"{row.label} ended {row.status} without a usable result" + (
+        summary = f"{row.shown} ended {row.status} without a usable result" + (
             f" ({row.error})" if row.error else ""
         )
         if row.status == "infra" and row.retry_note:
-            summary = f"{row.label} has {note_text(row.retry_note)}"  # each attempt's machine
+            summary = f"{row.shown} has {note_text(row.retry_note)}"  # each attempt's machine
         return Verdict(
             VerdictKind.ERROR,
             summary,
@@ -271,14 +311,14 @@ def _from_tests(view: PrReportView) -> Verdict:
         done = len(rows) - len(running)
         return Verdict(
             VerdictKind.TESTING,
-            f"{done} of {len(rows)} test jobs finished; {running[0].label} {running[0].status}",
+            f"{done} of {len(rows)} test jobs finished; {running[0].shown} {running[0].status}",
             "nothing to do yet: this updates itself",
         )
     # Rows run on fewer ranks than their tests need say nothing of the tree: neutral.
     not_judged = [row for row, state in states if state == "not-judged"]
     judged = [row for row, state in states if state != "not-judged"]
     unjudged_note = (
-        f"; not judged: {', '.join(row.label for row in not_judged)} (fewer ranks than its "
+        f"; not judged: {', '.join(row.shown for row in not_judged)} (fewer ranks than its "
         "tests need)"
         if not_judged
         else ""
@@ -300,34 +340,39 @@ def _from_tests(view: PrReportView) -> Verdict:
     if not judged:  # nothing was run on the ranks its tests need: no verdict on the tree
         return Verdict(
             VerdictKind.ERROR,
-            f"not judged: {', '.join(row.label for row in not_judged)} ran on fewer ranks than "
+            f"not judged: {', '.join(row.shown for row in not_judged)} ran on fewer ranks than "
             "its tests need (the configuration, not this PR)",
             "a maintainer gives the test set a shape with enough ranks",
             url=not_judged[0].url,
         )
-    passing = f"{len(judged)} test job{'s pass' if len(judged) != 1 else ' passes'}"
+    # The headline says where it was tested; the line under it counts the failures (issue 27:
+    # not "4 test jobs pass").
+    passing = "integrated and tested"
     if rows is view.tests:
         where = f"the integration `{(view.tested_commit or stack.commit or '')[:7]}`"
     else:  # series-first testing: the series tree holds this PR, its own stack ran nothing
         tree = tested_tree(view)
         if tree is not None and not is_landing_tree(view, tree):
-            return _with_series(view, tree, passing + unjudged_note)
+            return _with_series(view, tree, unjudged_note)
         series = view.series_integration
         commit = view.series_tested_commit or (series.commit if series else None) or ""
-        where = f"the series integration `{commit[:7]}`, this PR's own tree ({landing_tree_words(view)})"
+        where = (
+            f"the series integration `{commit[:7]}`, this PR's own tree "
+            f"({landing_tree_words(view)})"
+        )
     summary = f"{passing} on {where}" + series_note + unjudged_note
     return Verdict(VerdictKind.READY, summary, "nothing to do")
 
 
-def _with_series(view: PrReportView, tree: TestedTree, passing: str) -> Verdict:
+def _with_series(view: PrReportView, tree: TestedTree, note: str) -> Verdict:
     """ "ready" is for the tree this PR would land in: a PR that passed only inside the series
     tree (which also holds PRs above it) says so, and how to get its own tree tested."""
     own = set(own_stack(view))
     beyond = tuple(n for n in tree.prs if n not in own) or tree.others(view.pr.number)
     return Verdict(
         VerdictKind.WITH_SERIES,
-        f"as part of the series tree with {_prs(beyond)}, {passing} on `{tree.commit[:7]}`; "
-        f"its own tree ({landing_tree_words(view)}) was not tested alone",
+        f"as part of the series tree with {_prs(beyond)}, it passes on `{tree.commit[:7]}`; "
+        f"its own tree ({landing_tree_words(view)}) was not tested alone" + note,
         "land with the series, or `/stackbot test-alone`",
         url=tree.url,
     )
@@ -355,14 +400,14 @@ def _new_failures(rows: list[TestRow]) -> Verdict:
         if comparison is not None:
             failing.extend(n for n in comparison.newly_fail + comparison.failing_new)
     unique = tuple(dict.fromkeys(failing))
-    labels = ", ".join(row.label for row in rows)
+    labels = ", ".join(row.shown for row in rows)
     if unique:
         files = tuple(dict.fromkeys(nodeid.split("::")[0] for nodeid in unique))
         names = tuple(nodeid.split("::")[-1] for nodeid in unique)
         summary = (
             f"{_code(names)} fail{'s' if len(unique) == 1 else ''} in {labels} and pass on main"
         )
-        log = f"; log: {rows[0].url}#log" if rows[0].url else ""
+        log = f"; [log]({rows[0].url}#log)" if rows[0].url else ""
         action = f"fix {_code(files)}{log}"
     else:
         summary = f"more failures than main in {labels} (a rank crashed or a test errored)"

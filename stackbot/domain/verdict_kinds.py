@@ -4,6 +4,7 @@ of one test row in the same words. :mod:`stackbot.domain.verdict` decides which 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -58,6 +59,7 @@ ICON: dict[VerdictKind, str] = {
     VerdictKind.CLOSED: "⚪",
 }
 
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _RUNNING = frozenset({"queued", "starting", "submitted", "running"})
 _JOB_TROUBLE = frozenset({"error", "timeout", "infra", "cancelled"})
 
@@ -99,7 +101,8 @@ class Verdict:
 
     def text(self) -> str:
         """The same line without Markdown (a check-run title, a commit status)."""
-        return f"{self.label}{self._sep}{self.summary} — {self.action}".replace("`", "")
+        line = f"{self.label}{self._sep}{self.summary} — {self.action}".replace("`", "")
+        return _LINK.sub(r"\1", line)  # "[log](url)" reads "log" where Markdown is not shown
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -134,5 +134,14 @@ def _row(
         reused_from=reused,
         url=f"{base_url}/jobs/{job.id}",
         error=(job.error or "").strip().splitlines()[-1][:200] if job.error else None,
+        missing_targets=_missing_targets(job),
         error_of=str((job.result or {}).get("error_of") or ""),
     )
+
+
+def _missing_targets(job: Job) -> tuple[str, ...]:
+    """The targets the job's tree lacked, as its node runner recorded them in its result."""
+    found = (job.result or {}).get("missing_targets")
+    if not isinstance(found, list):
+        return ()
+    return tuple(str(target) for target in found if isinstance(target, str))

@@ -211,6 +211,7 @@ def build_report_view(
         ),
         series_run_id=series_run.id if series_run else None,
         url=f"{base_url}/pulls/{number}",
+        dashboard=base_url,
         own_tests=own_tests_views(
             session,
             number,
@@ -259,7 +260,25 @@ def _stack(
     for series in every_series:
         if series.key == series_key:
             problems = [p["detail"] for p in series.problems if number in p.get("prs", ())]
-    return StackView(series_key, refs(parents), refs(children), tuple(problems))
+    return StackView(
+        series_key,
+        refs(parents),
+        refs(children),
+        tuple(problems),
+        _ancestors(graph.parents, number),
+    )
+
+
+def _ancestors(parents: dict[int, set[int]], number: int) -> tuple[int, ...]:
+    """Every PR ``number`` depends on, directly or not (a cycle is walked once)."""
+    seen: set[int] = set()
+    todo = [number]
+    while todo:
+        for parent in parents.get(todo.pop(), ()):
+            if parent not in seen and parent != number:
+                seen.add(parent)
+                todo.append(parent)
+    return tuple(sorted(seen))
 
 
 def _latest_run(

@@ -29,6 +29,7 @@ from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.domain.report import MARKER, render_sticky_comment
 from stackbot.domain.report_checks import (
+    integration_details_url,
     is_own_row,
     ordered_rows,
     render_approval_check,
@@ -202,8 +203,7 @@ def _check_runs(view: PrReportView) -> list[tuple[str, str, CheckRunContent, str
     found: list[tuple[str, str, CheckRunContent, str | None]] = []
     integration = render_integration_check(view)
     if integration is not None:
-        run_url = view.stack_integration.url if view.stack_integration else None
-        found.append(("integration", "integration", integration, run_url or view.url))
+        found.append(("integration", "integration", integration, integration_details_url(view)))
     found.append(("approval", "approval", render_approval_check(view), view.url))
     series_tests = render_series_tests_check(view)
     if series_tests is not None:
@@ -281,8 +281,13 @@ def _write_check(
     stored: dict[str, Any] | None,
     counts: PublishCounts,
 ) -> dict[str, Any]:
-    content_hash = digest(
-        content.status, content.conclusion, content.title, content.summary, content.text
+    content_hash = digest(  # the link too: a verdict may move it to another run
+        content.status,
+        content.conclusion,
+        content.title,
+        content.summary,
+        content.text,
+        target.details_url or "",
     )
     if stored is not None and stored.get("hash") == content_hash:
         counts.skipped += 1
@@ -323,6 +328,7 @@ def _create_or_update_check(
             title=content.title,
             summary=content.summary,
             text=content.text,
+            details_url=target.details_url,
         )
         counts.checks_updated += 1
         return int(stored["id"])

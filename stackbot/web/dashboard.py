@@ -17,7 +17,13 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
 from stackbot.db import integration_store
-from stackbot.domain.graph_layout import GraphEdge, edge_words, stack_order
+from stackbot.domain.graph_layout import (
+    GraphEdge,
+    edge_words,
+    problem_words,
+    purpose_words,
+    stack_order,
+)
 from stackbot.domain.verdict_kinds import Verdict, VerdictKind
 from stackbot.web import pages, readmodel
 from stackbot.web.joblogs import log_lines, tail_line
@@ -34,17 +40,22 @@ _PAGE_LINK = re.compile(r"(?<![\w/\"])(/(?:jobs|runs|pulls|series)/[\w-]+(?:#[\w
 
 
 def _ticks(text: str) -> Markup:
-    """A verdict's words as HTML: escaped, with its `code spans` as <code> and the dashboard's
-    own paths it names (``log: /jobs/1#log``) as links."""
+    """A verdict's words as HTML: escaped, with its `code spans` as <code>, its Markdown links
+    (``[log](/jobs/7#log)``, to a page or an http(s) URL) as links, and the dashboard's own
+    paths it names bare (``log: /jobs/1#log``) as links."""
     escaped = str(escape(text))
     coded = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
-    return Markup(_PAGE_LINK.sub(r'<a href="\1">\1</a>', coded))
+    linked = re.sub(r"\[([^\]]+)\]\(((?:/|https?://)[^)\s\"]*)\)", r'<a href="\2">\1</a>', coded)
+    return Markup(_PAGE_LINK.sub(r'<a href="\1">\1</a>', linked))
 
 
 TEMPLATES.env.filters["ticks"] = _ticks
-# A PR's own test files as a test set's name reads: ``own:8034`` → ``#8034's own tests``.
+TEMPLATES.env.filters["problem_words"] = problem_words
+TEMPLATES.env.filters["purpose_words"] = purpose_words
+# A PR's own test files as a test set's name reads: ``own:8034`` → ``#8034's own test files``
+# (the words of :func:`~stackbot.domain.report_view.test_set_words`).
 TEMPLATES.env.filters["set_name"] = lambda name: re.sub(
-    r"\bown:(\d+)", r"#\1's own tests", str(name)
+    r"\bown:(\d+)", r"#\1's own test files", str(name)
 )
 
 
@@ -60,30 +71,12 @@ def _matrix_prs(matrix: dict[str, Any]) -> list[int]:
     return sorted(int(n) for n in matrix.get("heads", {}))
 
 
-PROBLEM_WORDS = {
-    "cycle": "dependency cycle",
-    "missing_parent": "depends on a missing PR",
-    "closed_parent": "depends on a closed PR",
-    "superseded_parent": "depends on a replaced PR",
-    "conflict": "conflict",
-}
-TEMPLATES.env.globals["problem_words"] = lambda kind: PROBLEM_WORDS.get(
-    kind, str(kind).replace("_", " ")
-)
+TEMPLATES.env.globals["problem_words"] = problem_words
 TEMPLATES.env.globals["pair_paths"] = _pair_paths
 TEMPLATES.env.globals["matrix_prs"] = _matrix_prs
 TEMPLATES.env.filters["bytes"] = readmodel.human_bytes
 TEMPLATES.env.filters["num"] = lambda value: f"{float(value):g}"
-# A job's purpose as the GPU-hours page says it: "tree 0.58" read as a tree's size.
-PURPOSE_WORDS = {
-    "baseline": "main's baselines",
-    "tree": "the tree's tests",
-    "confirm": "confirming failures",
-    "bisect": "finding the culprit",
-    "retry": "retries",
-}
 TEMPLATES.env.filters["edge_words"] = edge_words
-TEMPLATES.env.filters["purpose"] = lambda purpose: PURPOSE_WORDS.get(purpose, purpose)
 TEMPLATES.env.filters["hours"] = lambda value: f"{float(value):,.2f}"
 
 router = APIRouter(include_in_schema=False)

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from stackbot.db.models import DependencyEdge, PullRequest, Repository
+from stackbot.db.models import Approval, DependencyEdge, PullRequest, Repository
 from tests.support.dashboard_data import seed_series
 
 
@@ -44,7 +44,7 @@ def test_series_page_draws_the_graph_and_tables(client: TestClient, engine: Engi
     assert 'data-pr="8038" data-state="superseded"' in html
     assert "megatron/core/transformer/layer.py" in html
     assert "depends on #8035, which conflicts" in html
-    assert "missing_parent" in html
+    assert "parent not found" in html and "missing_parent" not in _text(html)  # data-kind keeps it
     assert "main: 14 passed, 9 failed" in _text(html)
     data = client.get("/api/series/6307").json()
     assert [p["number"] for p in data["pulls"]] == [8034, 8035, 8036, 8037, 8038]
@@ -107,6 +107,33 @@ def test_no_external_assets(client: TestClient, engine: Engine) -> None:
     assert client.get("/static/live.js").status_code == 200
 
 
+def test_a_pulls_page_says_in_words_what_it_waits_for_and_links_the_series_run(
+    client: TestClient, engine: Engine
+) -> None:
+    """Issue 27: a PR left out of the series run links that run and says why; a trusted author
+    is not "approved by" anyone; edge sources are words, not `depends_on`."""
+    seed_series(engine, prs=4)
+    with Session(engine) as session:
+        approval = session.exec(select(Approval).where(Approval.pr_number == 8034)).one()
+        approval.kind, approval.vetter = "trusted", "bob"
+        session.add(approval)
+        session.commit()
+    series_run = client.get("/api/series/6307").json()["series_run"]["id"]
+    left_out = _text(client.get("/pulls/8035").text)
+    assert (
+        f"In series #6307 's latest run ( run {series_run} ): this PR was left out: it "
+        "conflicts with #8034"
+    ) in left_out
+    assert f'href="/runs/{series_run}"' in client.get("/pulls/8035").text
+    assert "No jobs yet" not in left_out and "No jobs: its stack did not merge" in left_out
+    trusted = _text(client.get("/pulls/8034").text)
+    assert "trusted author bob: tested without waiting for a vetter" in trusted
+    assert "approved by bob" not in trusted and "trusted " + "1" not in trusted
+    assert "depends_on" not in left_out and "“Depends on”" in left_out
+    waiting = _text(client.get("/pulls/8036").text)
+    assert "waiting for a vetter to comment /ok to test" in waiting
+
+
 def test_stack_list_draws_each_pr_under_what_it_depends_on(
     client: TestClient, engine: Engine
 ) -> None:
@@ -163,7 +190,7 @@ def test_pages_say_things_in_words(client: TestClient, engine: Engine, tmp_path:
     assert re.fullmatch(r"the tree of (#\d+'s stack|series #6307): #8034(, #\d+)*", tested), tested
     from stackbot.web.dashboard import TEMPLATES
 
-    assert TEMPLATES.env.filters["set_name"]("own:8034") == "#8034's own tests"
+    assert TEMPLATES.env.filters["set_name"]("own:8034") == "#8034's own test files"
 
 
 def test_a_page_the_browser_holds_is_answered_304_until_it_changes(

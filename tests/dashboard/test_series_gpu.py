@@ -149,6 +149,9 @@ def test_series_first_gpu_hours_per_push_and_per_pr_and_the_policy_saving(
 
     assert 'href="/series/6307/gpu"' in series_page
     assert "<strong>6.50</strong> GPU-h" in html
+    # why the jobs ran, in words (not the raw purpose: "tree 3.00")
+    assert "testing trees 3.00" in html and "tree 3.00" not in html.replace("testing trees", "")
+    assert "by purpose" not in html
     assert f'<tr data-run="{second.series_run}">' in html and "pushed" in html
     assert "15.00 GPU-h" in html and "5 stacks left to the series tree" in html
     assert '<tr data-pr="3">' in html and 'id="shared">6.00 GPU-h' in html

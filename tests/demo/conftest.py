@@ -62,8 +62,9 @@ class DemoRun:
         marker = f"──── sticky comment on #{number} "
         start = self.stdout.index(marker)
         rest = self.stdout[start + len(marker) :].partition("\n")[2]  # after the header line
-        end = rest.find("──── sticky comment on #")
-        return rest if end < 0 else rest[:end]
+        ends = [rest.find(mark) for mark in ("──── sticky comment on #", "Act on it as a user")]
+        found = [end for end in ends if end >= 0]
+        return rest[: min(found)] if found else rest
 
 
 def _free_port() -> int:

@@ -53,6 +53,8 @@ def test_the_demo_passes_on_an_empty_postgresql_database_with_two_workers(
         assert "2 worker processes" in done.stderr and url.rpartition("/")[2] in done.stderr
         for number in (8034, 8035, 8748, 8050):
             assert f"sticky comment on #{number}" in done.stdout
+        conflict = done.stdout[done.stdout.index("sticky comment on #8050") :]
+        assert "sibling conflict" in conflict and "`/stackbot depends-on #8035`" in conflict
         engine = make_engine(url)
         try:
             with engine.connect() as conn:

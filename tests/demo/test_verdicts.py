@@ -76,12 +76,24 @@ def test_8050_shows_no_result_of_a_tree_without_it(demo: DemoRun) -> None:
     comment = demo.sticky(8050)
     first = _first_line(comment)
     assert "conflict** with #8035" in first and "transformer_layer.py" in first
-    assert "merge #8035's head into this branch and resolve" in first
-    assert "**Tests**" not in comment and "passed" not in comment
+    # #8050 does not depend on #8035: a sibling conflict, with the choices, and still unvetted
+    assert "sibling conflict" in first and "merge #8035's head" not in first
+    assert "`/stackbot depends-on #8035`" in first and "/ok to test" in first
+    assert "Tests:" not in comment and "passed" not in comment
     assert "left out" in comment
     pull = _api(demo, "/pulls/8050")["pull"]
     runs = _check_runs(demo, pull["head_sha"])
     assert runs["stackbot/integration"]["conclusion"] == "failure"
+    # its Details link is the series run where it conflicts, not its clean stack run
+    series_run = pull["verdict"]["url"]
+    assert series_run and runs["stackbot/integration"]["details_url"].endswith(series_run)
+    assert _api(demo, series_run)["kind"] == "series"
+    # its page links that series run and says what its tests wait for
+    page = httpx.get(f"{demo.url}/pulls/8050", timeout=10).text
+    assert (
+        f'href="{series_run}"' in page and "this PR was left out: it conflicts with #8035" in page
+    )
+    assert "No jobs yet" not in page and "waits for a vetter to comment /ok to test" in page
     assert runs["stackbot/approval"]["status"] != "completed"  # pending: a vetter is needed
     assert sorted(runs) == ["stackbot/approval", "stackbot/integration"]  # no test results
     assert pull["tests"] == []

@@ -5,6 +5,7 @@ Writes are counted from the stand-in's own request log."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -14,7 +15,14 @@ from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.domain.comparison import Counts, TestOutcomes, compare_with_main
 from stackbot.domain.report import MARKER
-from stackbot.domain.report_view import ApprovalView, PrRef, PrReportView, TestRow
+from stackbot.domain.report_view import (
+    ApprovalView,
+    IntegrationView,
+    PrRef,
+    PrReportView,
+    StepView,
+    TestRow,
+)
 from stackbot.services.report_views import build_report_views
 from stackbot.services.reporting import publish_reports
 from tests.sync.pipeline import Pipeline, open_pr, push
@@ -239,7 +247,7 @@ def test_views_built_from_the_database_publish(pipeline: Pipeline) -> None:
     # no jobs yet: only the pending stackbot/approval of each PR
     assert counts.comments_created == 3 and counts.checks_created == 3
     body = pipeline.stickies(numbers[0])[0].body
-    assert f"waiting for a vetter to comment `/ok to test {pipeline.head(numbers[0])[:7]}`" in body
+    assert f"a vetter must comment `/ok to test {pipeline.head(numbers[0])[:7]}`" in body
     assert f"http://stackbot.test/pulls/{numbers[0]}" in body
 
 
@@ -248,3 +256,34 @@ def forget_report(pipeline: Pipeline, number: int) -> None:
         repository = store.get_repository(session, full_name=pipeline.repo)
         assert repository is not None and repository.id is not None
         store.delete_report(session, repo_id=repository.id, pr_number=number)
+
+
+def test_the_integration_checks_link_moves_to_the_series_run_where_it_conflicts(
+    pipeline: Pipeline,
+) -> None:
+    """#8050's case: its stack run is clean (the check links it), then the series run finds a
+    conflict with a PR it does not depend on: the failing check must link the series run, not
+    the clean stack run it was created with."""
+    [number] = open_prs(pipeline, 1)
+    client = pipeline.client()
+    head = pipeline.head(number)
+    stack = IntegrationView(
+        "stack", "clean", "main", "7" * 40, "5" * 40, (StepView(number, "clean"),), url="u/runs/3"
+    )
+    clean = replace(view(pipeline, number), stack_integration=stack)
+    publish_reports(pipeline.engine, client, pipeline.repo, [clean])
+    checks = {r.name: r for r in pipeline.control.check_runs(pipeline.repo, head)}
+    assert checks["stackbot/integration"].details_url == "u/runs/3"
+    steps = (
+        StepView(number + 1, "clean"),
+        StepView(number, "conflict", conflicting_paths=("a.py",), conflicts_with=(number + 1,)),
+    )
+    series = IntegrationView("series", "conflict", "main", "7" * 40, None, steps, url="u/runs/5")
+    publish_reports(
+        pipeline.engine, client, pipeline.repo, [replace(clean, series_integration=series)]
+    )
+    checks = {r.name: r for r in pipeline.control.check_runs(pipeline.repo, head)}
+    integration = checks["stackbot/integration"]
+    assert integration.conclusion == "failure"
+    assert integration.details_url == "u/runs/5"
+    assert integration.summary is not None and "sibling conflict" in integration.summary

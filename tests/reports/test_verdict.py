@@ -11,6 +11,7 @@ from dataclasses import replace
 from stackbot.domain.comparison import compare_with_main
 from stackbot.domain.report import MARKER, render_sticky_comment
 from stackbot.domain.report_checks import (
+    integration_details_url,
     ordered_rows,
     render_approval_check,
     render_check_run,
@@ -77,7 +78,40 @@ def test_a_pr_in_conflict_gets_conflict_with_the_pr_and_path_and_what_to_do() ->
     verdict = decide(pr_8050())
     assert verdict.kind is VerdictKind.CONFLICT
     assert verdict.conflicts_with == (8035,) and verdict.paths == (LAYER,)
+
+
+def test_a_conflict_with_a_pr_it_does_not_depend_on_is_a_sibling_conflict() -> None:
+    # #8050 does not depend on #8035: merging #8035's head into it would make an independent
+    # PR depend on an unmerged one. The choices instead: declare the dependency, or let one land.
+    verdict = decide(pr_8050())
+    line = verdict.markdown()
+    assert "merge #8035's head" not in line
+    assert "sibling conflict" in verdict.summary and "#8035" in verdict.summary
+    assert "merges cleanly onto `main`" in verdict.summary  # its own stack run is clean
+    assert "`/stackbot depends-on #8035`" in verdict.action
+    assert "one of #8050 and #8035 lands" in verdict.action
+    # the headline does not hide that #8050 still waits for a vetter
+    assert "`/ok to test 9984156`" in line
+
+
+def test_a_conflict_with_a_pr_it_depends_on_keeps_merging_that_head() -> None:
+    v = replace(pr_8050(), stack=StackView(series_key="#6307", ancestors=(8034, 8035)))
+    verdict = decide(v)
     assert "merge #8035's head into this branch and resolve" in verdict.action
+    assert "sibling" not in verdict.summary
+
+
+def test_8050s_integration_check_links_the_series_run_where_it_conflicts() -> None:
+    v = replace(
+        pr_8050(),
+        stack_integration=replace(view(8050).stack_integration, url="http://x/runs/3"),
+    )
+    assert integration_details_url(v) == "http://x/runs/6"  # the series run, not its clean stack
+    integration = render_integration_check(v)
+    assert integration is not None and "[run 6](http://x/runs/6)" in integration.summary
+    # a PR that merges everywhere links its stack run
+    clean = view(8748, stack_integration=replace(view(8748).stack_integration, url="http://x/r/4"))
+    assert integration_details_url(clean) == "http://x/r/4"
 
 
 def test_8050s_comment_shows_no_result_of_a_tree_without_it() -> None:
@@ -108,7 +142,7 @@ def test_failures_that_also_fail_on_main_are_no_regressions_never_red() -> None:
     assert verdict.kind is VerdictKind.NO_REGRESSIONS and verdict.tone == "warn"
     assert row_state(v.tests[0]) == "no-regressions"
     body = render_sticky_comment(v)
-    assert "❌" not in body.split("**Tests** on the stack")[1].split("**Tests**")[0]
+    assert "❌" not in body.split("Tests: 1 job on the stack")[1].split("</details>")[0]
     assert "🟡 **amax-group 1x4**" in body and "also fail on main" in body
     check = render_check_run(v, "amax-group", "1x4")
     assert check.conclusion == "neutral"

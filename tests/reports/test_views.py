@@ -231,7 +231,7 @@ def test_a_view_from_stored_state(engine: Engine, tmp_path: Path) -> None:
     )
     assert view.series_tested_commit == "5" * 40
     text = render_sticky_comment(view)
-    assert "**Tests** on the series #6307 integration `5555555`" in text
+    assert "on the series #6307 integration `5555555`" in text
     assert "amax-group 1x4**: 23 passed · main: 14 passed, 9 failed (9 newly pass)" in text
 
 

@@ -21,7 +21,7 @@ def test_status_replies_with_the_stored_state(pipeline: Pipeline) -> None:
     first = reply.body.splitlines()[0]
     assert first.startswith("✋ **needs approval**") and f"/ok to test {head[:7]}" in first
     assert f"stackbot status · #{child} at `{head[:7]}`" in reply.body
-    assert f"waiting for a vetter to comment `/ok to test {head[:7]}`" in reply.body
+    assert f"a vetter must comment `/ok to test {head[:7]}`" in reply.body
     assert f"depends on: #{parent} (open)" in reply.body
     assert MARKER not in reply.body
 

@@ -332,8 +332,11 @@ class GitHubClient:
         title: str,
         summary: str,
         text: str | None = None,
+        details_url: str | None = None,
     ) -> None:
         body: dict[str, Any] = {"status": status, **_check_fields(conclusion, title, summary, text)}
+        if details_url is not None:
+            body["details_url"] = details_url
         self._write(
             "PATCH", f"{_repo_path(repo)}/check-runs/{int(check_run_id)}", body, checks=True
         )

@@ -113,6 +113,7 @@ class GitHubPort(Protocol):
         title: str,
         summary: str,
         text: str | None = None,
+        details_url: str | None = None,
     ) -> None:
         """Set a check run's status, conclusion and output."""
         ...

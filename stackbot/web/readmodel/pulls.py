@@ -169,11 +169,11 @@ def pull_detail(
         else None
     )
     series_tests: tuple[TestCell, ...] = ()
-    series_step = None  # this PR's step in the latest series run (where it conflicts, say)
+    series_step: str | None = None  # what the series run did with this PR, in words
     if series_run is not None and series_run.id is not None:
         steps = run_steps(session, series_run.id)
-        series_step = next((step for step in steps if step.pr_number == number), None)
         merged = {step.pr_number for step in steps if step.outcome in ("clean", "resolved")}
+        series_step = _series_step_words(steps, number)
         if number in merged:
             series_tests = tuple(
                 cell
@@ -186,6 +186,7 @@ def pull_detail(
         "body": pr.body or "",
         "base_ref": pr.base_ref,
         "head_ref": pr.head_ref,
+        # (number, source): the page says the source in words and keeps it in data-source
         "parents": sorted({(e.parent, e.source) for e in parents}),
         "children": sorted({(e.child, e.source) for e in children}),
         # Each edge with the exact words that declared it and where they were written.
@@ -197,10 +198,90 @@ def pull_detail(
         "series": series,
         "series_run": run_summary(series_run) if series_tests and series_run else None,
         "latest_series_run": run_summary(series_run) if series_run else None,
-        "series_step": series_step,
         "series_tests": series_tests,
+        # The latest series run and what it did with this PR, linked even when it left the PR
+        # out (a conflict there is what the verdict is about).
+        "series_link": (
+            {"run": run_summary(series_run), "words": series_step}
+            if series_run is not None and series_step
+            else None
+        ),
+        "no_tests": _no_tests_words(row, pr.head_sha, bool(series_tests)),
+        "approval_words": _approval_words(approvals, pr.head_sha),
+        # a pill does not wrap: one or two words; the sentence beside it does
+        "approval_pill": _approval_pill(approvals, pr.head_sha),
         "approvals": [
-            {"sha": a.sha, "vetter": a.vetter, "kind": a.kind, "created_at": iso(a.created_at)}
+            {
+                "sha": a.sha,
+                "vetter": a.vetter,
+                "kind": a.kind,
+                "created_at": iso(a.created_at),
+                # "trusted 1a2b3c4 by connor-xy" read as an approval; it is none
+                "words": (
+                    f"{a.sha[:7]}: tested without approval (trusted author)"
+                    if a.kind == "trusted"
+                    else f"{a.sha[:7]}: approved by {a.vetter}"
+                ),
+            }
             for a in approvals
         ],
     }
+
+
+def _series_step_words(steps: Iterable[Any], number: int) -> str | None:
+    """``merged (clean)``, ``left out: conflicts with #8035 in `a.py```; None when the run
+    does not hold the PR at all."""
+    step = next((s for s in steps if s.pr_number == number), None)
+    if step is None:
+        return None
+    if step.outcome in ("clean", "resolved"):
+        return f"this PR merged ({step.outcome})"
+    if step.outcome == "conflict":
+        paths = ", ".join(str(c.get("path", "")) for c in step.conflicts[:2])
+        others = ", ".join(f"#{n}" for n in step.conflicts_with)
+        text = "this PR was left out: it conflicts"
+        text += f" with {others}" if others else ""
+        return text + (f" in {paths}" if paths else "")
+    if step.outcome == "skipped":
+        return f"this PR was left out: {step.skipped_reason or 'skipped'}"
+    return f"this PR: {step.outcome}"
+
+
+def _no_tests_words(row: PullRow, head_sha: str, series_tested: bool) -> str:
+    """What the page says where this PR's stack has no test jobs: what they wait for."""
+    if series_tested:
+        return "No jobs of its own: the series tree below holds this PR and was tested instead."
+    if row.state != "open":
+        return "No jobs: stackbot no longer tests this PR."
+    if row.approval is None:
+        return (
+            f"Not tested yet: {head_sha[:7]} waits for a vetter to comment "
+            f"/ok to test {head_sha[:7]}."
+        )
+    stack_run = row.stack_run
+    if stack_run is not None and stack_run.status == "conflict":
+        return (
+            f"No jobs: its stack did not merge (run {stack_run.id}), so there is no tree to test."
+        )
+    verdict = row.verdict
+    if verdict is not None and verdict.kind.slug in ("conflict", "blocked"):
+        return f"No jobs: nothing is tested while this PR is in {verdict.label} (see above)."
+    return "No jobs yet: integrating, then the test jobs are created."
+
+
+def _approval_pill(approvals: Iterable[Any], head_sha: str) -> str:
+    current = next((a for a in approvals if a.sha == head_sha), None)
+    if current is None:
+        return "waiting"
+    return "trusted author" if current.kind == "trusted" else "approved"
+
+
+def _approval_words(approvals: Iterable[Any], head_sha: str) -> str:
+    """The current head's approval in words (``approvals`` newest first): who approved it, or
+    that its author is trusted (no approval needed), or what it waits for."""
+    current = next((a for a in approvals if a.sha == head_sha), None)
+    if current is None:
+        return f"waiting for a vetter to comment /ok to test {head_sha[:7]}"
+    if current.kind == "trusted":
+        return f"trusted author {current.vetter}: tested without waiting for a vetter"
+    return f"approved for testing by {current.vetter}"
