@@ -16,10 +16,11 @@ from benchmarks.plan_sim import Injected
 from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import Settings
 from stackbot.web import dashboard
-from tests.support.browser import (
-    artifacts_dir,
-    browser,  # noqa: F401  (fixture)
-)
+
+# The session's one browser comes from tests/conftest.py: importing the fixture here would start
+# a second Playwright in the same session, which Playwright refuses ("Sync API inside the asyncio
+# loop") for every browser test that runs after this module.
+from tests.support.browser import artifacts_dir
 from tests.support.series_sim import series_sim, sim_client
 
 FLAKY = "tests/unit_tests/test_layer_3.py::test_flaky_3"
@@ -46,7 +47,7 @@ def test_a_quarantined_test_is_shown_with_its_evidence_expiry_and_release_progre
 def test_the_quarantine_page_reads_at_both_widths(
     engine: Engine,
     settings: Settings,
-    browser: Any,  # noqa: F811
+    browser: Any,
 ) -> None:
     sim = series_sim(engine, settings, "series-first", prs=4, injected=Injected(flaky_at=[3]))
     for push in (None, 4, 4):
