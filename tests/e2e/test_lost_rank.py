@@ -128,13 +128,13 @@ def test_a_rank_lost_once_is_retried_and_the_retry_passing_is_a_pass(world: Worl
     assert "infra" not in row and "failed" not in row, row
     # The reviewer learns that it passed only on a retry, and why the first attempt failed.
     assert note == (
-        f"  - 🔁 passed on a retry on {_linked(world, retry)} after an infra failure on "
-        f"{_linked(world, lost)} (rank 1 lost, killed by SIGKILL)"
+        f"- 🔁 **quick 1x2** on the stack: passed on a retry on {_linked(world, retry)} after an "
+        f"infra failure on {_linked(world, lost)} (rank 1 lost, killed by SIGKILL)"
     ), note
     head = world.control.pull(REPO, 31).head_sha
     [check] = [r for r in world.control.check_runs(REPO, head) if "quick 1x2" in r.name]
     assert check.conclusion == "success"
-    assert f"- attempts: {note.removeprefix('  - ')}" in check.summary, check.summary
+    assert f"- attempts: 🔁 {note.partition(' on the stack: ')[2]}" in check.summary, check.summary
     assert _dashboard_note(world, 31, lost) == (
         f"passed on a retry on {retry.node} after an infra failure on {lost.node} "
         "(rank 1 lost, killed by SIGKILL)"
@@ -160,29 +160,34 @@ def test_a_rank_lost_on_every_attempt_stops_after_the_retries_with_no_result(
     row, note = _row_and_note(body)
     assert row.endswith("**quick 1x2**: no tests · main: 2 passed; job infra"), row
     assert "newly fail" not in row, row
-    # How many attempts were made, on which machines, and what each machine did.
-    causes = "; ".join(f"{_linked(world, job)}: rank 1 lost, killed by SIGKILL" for job in attempts)
-    assert note == (
-        f"  - 🔁 no result after {len(attempts)} attempts, both infra failures ({causes})"
+    # Under INFRA: what the node did, its results not counted.
+    assert note.startswith(
+        "- ⚠️ **quick 1x2** on the stack: no result (infra): rank 1 was lost (killed by SIGKILL)"
     ), note
+    assert "none of the 8 test results the ranks wrote are counted" in note, note
+    # The headline: how many attempts were made, on which machines, and what each one did.
+    causes = "; ".join(f"{job.node}: rank 1 lost, killed by SIGKILL" for job in attempts)
     first_line = body.splitlines()[1]
     assert first_line.startswith(
-        "⚠️ **error**: quick 1x2 has no result after 2 attempts, both infra failures ("
+        f"⚠️ **error**: quick 1x2 has no result after {len(attempts)} attempts, both infra "
+        f"failures ({causes})"
     ), first_line
     head = world.control.pull(REPO, 32).head_sha
     [check] = [r for r in world.control.check_runs(REPO, head) if "quick 1x2" in r.name]
     assert check.conclusion == "neutral"  # the machine failed, not the code
-    assert f"- attempts: {note.removeprefix('  - ')}" in check.summary, check.summary
+    assert "rank 1 lost, killed by SIGKILL" in check.summary, check.summary
     shown = _dashboard_note(world, 32, attempts[0])
     assert shown.startswith("no result after 2 attempts, both infra failures ("), shown
     assert shown.count("rank 1 lost, killed by SIGKILL") == 2, shown
 
 
 def _row_and_note(body: str) -> tuple[str, str]:
-    """The comment's line of the ``quick 1x2`` row and the line under it."""
+    """The comment's line of the ``quick 1x2`` row (folded under the test sets) and its line in
+    the INFRA group of failures (🔁, what each attempt's machine did)."""
     lines = body.splitlines()
-    index = next(i for i, line in enumerate(lines) if "**quick 1x2**" in line)
-    return lines[index], lines[index + 1]
+    row = next(line for line in lines if "**quick 1x2**:" in line)
+    note = next(line for line in lines if "**quick 1x2** on the stack:" in line)
+    return row, note
 
 
 def _linked(world: World, job: Job) -> str:

@@ -69,7 +69,7 @@ def test_a_stack_is_integrated_tested_against_main_and_reported(world: World) ->
     world.settle()
     # carol is no vetter and not trusted: #12 waits; #11 (alice, trusted) is tested.
     _, body12 = world.sticky(12)
-    assert "waiting for a vetter" in body12
+    assert "is not tested until a vetter approves it" in body12
     _, body11 = world.sticky(11)
     assert "quick 1x2" in body11
     assert "3 passed" in body11 and "main: 2 passed" in body11, body11
@@ -82,7 +82,7 @@ def test_a_stack_is_integrated_tested_against_main_and_reported(world: World) ->
     c.comment(REPO, 12, "bob", f"/ok to test {head12[:7]}")
     world.settle()
     _, body12 = world.sticky(12)
-    assert "approved by @bob" in body12
+    assert "approved for testing by @bob" in body12
     assert "3 passed" in body12
     # every tree is tested once: under series-first the series tree (#11 + #12, which is
     # #12's stack tree) is tested and #12's report shows it
@@ -128,14 +128,14 @@ def test_an_approval_holds_for_one_commit_only(world: World) -> None:
     c.commit(REPO, "follow-up", {}, message="Use the feature (reworded)", author="carol")
     world.settle()
     body = world.sticky(12)[1]
-    assert "waiting for a vetter" in body
+    assert "is not tested until a vetter approves it" in body
     new_head = c.pull(REPO, 12).head_sha
     assert new_head != old_head
     originals = sum(_originals(world).values())
     c.comment(REPO, 12, "bob", f"/ok to test {new_head}")
     world.settle()
     body = world.sticky(12)[1]
-    assert "approved by @bob" in body
+    assert "approved for testing by @bob" in body
     assert sum(_originals(world).values()) == originals  # same trees: results reused, not rerun
 
 
@@ -191,4 +191,6 @@ def test_a_rebase_that_changes_the_patch_waits_for_a_vetter(world: World) -> Non
     assert head != approved
     world.settle()
     body = world.sticky(12)[1]
-    assert "waiting for a vetter" in body and "does not carry over" in body, body
+    assert "is not tested until a vetter approves it" in body and "does not carry over" in body, (
+        body
+    )
