@@ -19,6 +19,8 @@ import hashlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from stackbot.web.buffered import buffered
+
 Message = MutableMapping[str, Any]
 _PAGES = (b"text/html", b"application/json")
 
@@ -50,21 +52,8 @@ class ConditionalGet:
             await self.app(scope, receive, send)
             return
         asked = _header(scope.get("headers", ()), b"if-none-match").decode("latin-1")
-        held: Message | None = None
-        chunks: list[bytes] = []
 
-        async def answer(message: Message) -> None:
-            nonlocal held
-            if message["type"] == "http.response.start" and _page(message):
-                held = message
-                return
-            if message["type"] != "http.response.body" or held is None:
-                await send(message)
-                return
-            chunks.append(message.get("body", b""))
-            if message.get("more_body", False):
-                return
-            body = b"".join(chunks)
+        async def finish(held: Message, body: bytes) -> None:
             etag = etag_of(body)
             headers = [
                 (k, v)
@@ -80,7 +69,7 @@ class ConditionalGet:
             await send({**held, "headers": headers})
             await send({"type": "http.response.body", "body": body})
 
-        await self.app(scope, receive, answer)
+        await self.app(scope, receive, buffered(send, _page, finish))
 
 
 def _header(headers: Any, name: bytes) -> bytes:

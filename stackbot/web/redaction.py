@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from stackbot.path_redaction import PathRedactor
+from stackbot.web.buffered import buffered
 
 Message = MutableMapping[str, Any]
 _TEXTUAL = (b"text/", b"application/json", b"application/problem+json")
@@ -34,21 +35,8 @@ class RedactPaths:
         ):
             await self.app(scope, receive, send)
             return
-        held: Message | None = None
-        chunks: list[bytes] = []
 
-        async def rewrite(message: Message) -> None:
-            nonlocal held
-            if message["type"] == "http.response.start" and _textual(message):
-                held = message
-                return
-            if message["type"] != "http.response.body" or held is None:
-                await send(message)
-                return
-            chunks.append(message.get("body", b""))
-            if message.get("more_body", False):
-                return
-            original = b"".join(chunks)
+        async def finish(held: Message, original: bytes) -> None:
             body = self._redact(held, original) if original else original
             if body != original:  # (otherwise the answer goes as it was: a 304 keeps its headers)
                 headers = [
@@ -58,7 +46,7 @@ class RedactPaths:
             await send(held)
             await send({"type": "http.response.body", "body": body})
 
-        await self.app(scope, receive, rewrite)
+        await self.app(scope, receive, buffered(send, _textual, finish))
 
     def _redact(self, start: Message, body: bytes) -> bytes:
         text = body.decode("utf-8", "surrogateescape")
