@@ -381,3 +381,21 @@ def _check_text(row: TestRow) -> str | None:
             more = f"\n- and {len(ids) - 200} more" if len(ids) > 200 else ""
             blocks.append(f"### {heading} ({len(ids)})\n\n{listed}{more}")
     return "\n\n".join(blocks) or None
+
+
+def render_retired_check(name: str, view: PrReportView) -> CheckRunContent:
+    """A test check run this head got for an earlier tree that the PR's tree now has no rows
+    for (the series graph changed: a stacked PR's "own" files were its parent's until the parent
+    joined the series). Completed as neutral, never left queued: a queued check run a branch
+    protection rule requires would block the merge for good."""
+    return CheckRunContent(
+        name=name,
+        status="completed",
+        conclusion="neutral",
+        title="no longer run for this commit",
+        summary=(
+            f"The tree #{view.pr.number} is tested in now runs none of these tests; this check "
+            "was for an earlier tree (the series changed since). Nothing here counts for or "
+            "against the PR."
+        ),
+    )

@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from stackbot.db import github_store as store
 from stackbot.db.engine import session_scope
 from stackbot.domain.report import MARKER, render_sticky_comment
 from stackbot.domain.report_checks import (
+    TESTS_CHECK_PREFIX,
     integration_details_url,
     is_own_row,
     ordered_rows,
@@ -36,6 +37,7 @@ from stackbot.domain.report_checks import (
     render_check_run,
     render_integration_check,
     render_own_files_check,
+    render_retired_check,
     render_series_tests_check,
 )
 from stackbot.domain.report_view import CheckRunContent, PrReportView
@@ -89,13 +91,22 @@ def digest(*parts: Any) -> str:
 
 
 def publish_reports(
-    engine: Engine, client: GitHubPort, repo: RepoName, views: Sequence[PrReportView]
+    engine: Engine,
+    client: GitHubPort,
+    repo: RepoName,
+    views: Sequence[PrReportView],
+    *,
+    locked: bool = False,
 ) -> PublishCounts:
-    """Bring every view's PR up to date on GitHub; the last view of a PR wins."""
+    """Bring every view's PR up to date on GitHub; the last view of a PR wins. ``locked``: the
+    caller already holds every PR's publisher lock (:func:`_publishers`)."""
     latest = {view.pr.number: view for view in views}
     counts = PublishCounts()
     for number in sorted(latest):
-        _publish_one(engine, client, repo, latest[number], counts)
+        if locked:
+            _publish_one_locked(engine, client, repo, latest[number], counts)
+        else:
+            _publish_one(engine, client, repo, latest[number], counts)
         counts.prs.append(number)
     log.info("published %s: %d writes, %d skipped", repo, counts.writes, counts.skipped)
     return counts
@@ -109,10 +120,14 @@ def publish_prs(
     repo: RepoName,
     numbers: Sequence[PrNumber],
 ) -> PublishCounts:
-    """Build the PRs' views from the database and publish them."""
-    with session_scope(engine) as session:
-        views = build_report_views(session, settings, repo=repo, numbers=numbers)
-    return publish_reports(engine, client, repo, views)
+    """Build the PRs' views from the database and publish them. The views are built while
+    holding the PRs' publisher locks: a view built before waiting for another worker's publish
+    could be older than what that worker wrote, and would overwrite it (a finished check run
+    set back to "queued")."""
+    with _publishers(engine, repo, numbers):
+        with session_scope(engine) as session:
+            views = build_report_views(session, settings, repo=repo, numbers=numbers)
+        return publish_reports(engine, client, repo, views, locked=True)
 
 
 def handle_report(ctx: ServiceContext, task: Report) -> None:
@@ -137,16 +152,36 @@ def _one_publisher_per_pr(engine: Engine, repo: RepoName, number: int) -> Iterat
     transaction-scoped advisory lock, released when the transaction ends or its connection dies
     (a SIGKILLed worker); elsewhere a lock in this process (SQLite has one worker process).
     """
+    with _publishers(engine, repo, [number]):
+        yield
+
+
+@contextmanager
+def _publishers(engine: Engine, repo: RepoName, numbers: Sequence[int]) -> Iterator[None]:
+    """Every one of ``numbers``' publisher locks, taken in order (two tasks with overlapping
+    PRs cannot deadlock), held together; on PostgreSQL in one transaction."""
+    ordered = sorted(set(int(n) for n in numbers))
     if engine.dialect.name == "postgresql":
-        key = int(digest("report", repo, number)[:15], 16)  # fits a bigint
         with engine.begin() as conn:
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+            for number in ordered:
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(repo, number)}
+                )
             yield
         return
-    with _LOCAL_PR_LOCKS_GUARD:
-        lock = _LOCAL_PR_LOCKS.setdefault((repo, number), threading.Lock())
-    with lock:
+    with ExitStack() as stack:
+        for number in ordered:
+            stack.enter_context(_local_lock(repo, number))
         yield
+
+
+def _lock_key(repo: RepoName, number: int) -> int:
+    return int(digest("report", repo, number)[:15], 16)  # fits a bigint
+
+
+def _local_lock(repo: RepoName, number: int) -> threading.Lock:
+    with _LOCAL_PR_LOCKS_GUARD:
+        return _LOCAL_PR_LOCKS.setdefault((repo, number), threading.Lock())
 
 
 def _publish_one(
@@ -180,9 +215,18 @@ def _publish_one_locked(
         counts.skipped += 1
     # Check runs belong to a commit: only the current head's are kept.
     head_checks = dict(checks.get(view.head_sha, {}))
+    produced = set()
     for key, external, content, url in _check_runs(view) if is_open else ():
         target = CheckTarget(view.head_sha, url, f"{number}/{external}")
         head_checks[key] = _write_check(client, repo, target, content, head_checks.get(key), counts)
+        produced.add(key)
+    # A test check run of this head that the current tree no longer has is completed, not left
+    # queued (the key of a test check run is its name).
+    for key in sorted(set(head_checks) - produced) if is_open else ():
+        if key.startswith(TESTS_CHECK_PREFIX):
+            target = CheckTarget(view.head_sha, view.url, f"{number}/retired")
+            retired = render_retired_check(key, view)
+            head_checks[key] = _write_check(client, repo, target, retired, head_checks[key], counts)
     with session_scope(engine) as session:
         store.save_report(
             session,

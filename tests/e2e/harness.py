@@ -175,8 +175,9 @@ class World:
             assert all(n == 1 for n in runs.values()), (number, runs)
         # stackbot/approval stays pending by design while a commit waits for a vetter's
         # `/ok to test`; every other check run must have been completed.
+        heads = {self.control.pull(REPO, n).head_sha: n for n in self.pull_numbers()}
         unfinished = [
-            (r.name, r.status)
+            (r.name, r.status, f"#{heads.get(r.head_sha, r.head_sha[:7])}", r.title, r.summary)
             for r in self.control.check_runs(REPO)
             if r.status != "completed" and r.name != "stackbot/approval"
         ]

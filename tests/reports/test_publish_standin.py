@@ -287,3 +287,27 @@ def test_the_integration_checks_link_moves_to_the_series_run_where_it_conflicts(
     assert integration.conclusion == "failure"
     assert integration.details_url == "u/runs/5"
     assert integration.summary is not None and "sibling conflict" in integration.summary
+
+
+def test_a_test_check_run_the_new_tree_lacks_is_completed_not_left_queued(
+    pipeline: Pipeline,
+) -> None:
+    """A stacked PR's check runs for an earlier tree (its parent's test files counted as its own
+    until the parent joined the series) must not stay queued when the current tree has no such
+    rows: a required check left queued blocks the merge for good."""
+    [number] = open_prs(pipeline, 1)
+    client = pipeline.client()
+    publish_reports(pipeline.engine, client, pipeline.repo, [view(pipeline, number, "queued")])
+    publish_reports(
+        pipeline.engine, client, pipeline.repo, [replace(view(pipeline, number), tests=())]
+    )
+    runs = {r.name: r for r in pipeline.control.check_runs(pipeline.repo, pipeline.head(number))}
+    tests = [r for name, r in runs.items() if name.startswith("stackbot/tests: ")]
+    assert len(tests) == 2, runs
+    assert all(r.status == "completed" and r.conclusion == "neutral" for r in tests), tests
+    assert all("no longer run" in (r.title or "") for r in tests)
+    # and nothing is written again while it stays so
+    again = publish_reports(
+        pipeline.engine, client, pipeline.repo, [replace(view(pipeline, number), tests=())]
+    )
+    assert again.writes == 0
