@@ -772,3 +772,25 @@ def test_each_pr_reads_its_own_files_out_of_the_batched_job(
     assert comparison.main_counts.passed == 0 and comparison.failing_new == (f"{AMAX}::test_c",)
     assert comparison.counts.passed == 0  # #8035's passing tests are not #8034's
     assert rows_none == ()  # no PR named: the own-files jobs are every PR's, none of them rows
+    # The dashboard: the run's cell is the batched job; a PR's cell is its part of it.
+    from stackbot.web.readmodel.cells import cells_of_runs, own_cells_for
+
+    with Session(engine) as session:
+        run_row = integration_store.get_run(session, run_id=run_id)
+        assert run_row is not None
+        cells = cells_of_runs(session, [run_row])[run_id]
+        assert [c.label for c in cells] == ["own 1x4", "own 2x4"]
+        assert all(c.batched_own and c.own_pr is None for c in cells)
+        mine = own_cells_for(session, run_id, cells, [8035])
+        theirs = own_cells_for(session, run_id, cells, [8034])
+    [cell] = mine
+    assert (cell.label, cell.own_pr, cell.state, cell.job.counts if cell.job else None) == (
+        "own:8035 1x4",
+        8035,
+        "passed",
+        {"passed": 2},
+    )
+    assert [(c.label, c.state) for c in theirs] == [
+        ("own:8034 1x4", "failed"),
+        ("own:8034 2x4", "running"),
+    ]
