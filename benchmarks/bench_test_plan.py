@@ -39,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.plan_sim import Injected, Simulation
-from gpu_jobs.testsets import own_test_set_pr
+from gpu_jobs.testsets import is_own_test_set
 from stackbot.config import load_settings
 from stackbot.db import migrate
 from stackbot.db.engine import make_engine
@@ -86,7 +86,7 @@ def _measure(policy: str, args: argparse.Namespace, tmp: Path, url: str) -> dict
         jobs, hours, wall = len(sim.executor.jobs), sim.gpu_hours(), sim.now
     originals = sim.originals()
     extra = sum(1 for j in originals if j.purpose in ("confirm", "bisect", "retry"))
-    own_jobs = sum(1 for j in originals if own_test_set_pr(j.test_set) is not None)
+    own_jobs = sum(1 for j in originals if is_own_test_set(j.test_set))
     landed: dict[str, int] = {}
     if args.land:
         before = {j.id for j in sim.originals()}

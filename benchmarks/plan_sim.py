@@ -28,7 +28,7 @@ from sqlmodel import Session, col, select
 from gpu_jobs.executors.base import JobHandle, JobState, PoolBusy
 from gpu_jobs.result import Counts, TestResult
 from gpu_jobs.spec import JobResult, JobSpec
-from gpu_jobs.testsets import TestSet, load_own_tests, load_test_sets, own_test_set_pr
+from gpu_jobs.testsets import TestSet, is_own_test_set, load_own_tests, load_test_sets
 from stackbot.config import Settings
 from stackbot.db import jobs_store
 from stackbot.db.engine import session_scope
@@ -104,7 +104,7 @@ class TimingExecutor:
             raise PoolBusy(f"{len(free)} free nodes, {spec.shape.nodes} needed")
         nodes = tuple(free[: spec.shape.nodes])
         duration = DURATION_S.get((spec.test_set, str(spec.shape)), 600.0)
-        if own_test_set_pr(spec.test_set) is not None:  # a PR's own files: minutes per file
+        if is_own_test_set(spec.test_set):  # PRs' own files: minutes per file
             duration = self.sim.own_test_minutes * 60.0 * max(1, len(spec.targets))
         infra = any(n in self.sim.injected.broken_nodes for n in nodes)
         if infra:
@@ -250,7 +250,7 @@ class Simulation:
         first: bool,
         targets: Sequence[str] = (),
     ) -> dict[str, str]:
-        if own_test_set_pr(config[0]) is not None:  # a PR's own test files pass
+        if is_own_test_set(config[0]):  # PRs' own test files pass
             return {f"{target}::test_ok": "passed" for target in targets}
         tests = {f"tests/unit_tests/test_{config[0]}.py::test_ok": "passed"}
         if config != FAILING_CONFIG:

@@ -25,8 +25,12 @@ _KNOWN_KEYS |= {"env", "container_image", "setup_commands"}
 _KNOWN_KEYS |= {"markers", "tolerated_markers", "min_world_size"}
 _OWN_KEYS = {"roots", "default_shapes", "rules", "timeout_s", "env", "container_image"}
 _OWN_KEYS |= {"setup_commands", "markers", "tolerated_markers", "min_world_size"}
-# The test-set name of a PR's own test files: ``own:8035`` (see :class:`OwnTests`).
+# How users name a PR's own test files: ``own:8035`` (``/stackbot retest own:8035``, the
+# PR's rows); jobs stored before own test files were batched carry such a name too.
 OWN_PREFIX = "own:"
+# The test-set name of the one job per shape that runs the own test files of every PR a tested
+# tree holds (see :class:`OwnTests`); each PR's results are split out of it by file.
+OWN_TEST_SET = "own"
 
 
 class TestSetError(ContractError):
@@ -141,7 +145,7 @@ class OwnTests:
     roots: tuple[str, ...] = ("tests/unit_tests",)
     default_shapes: tuple[Shape, ...] = (Shape(1, 4),)
     rules: tuple[OwnRule, ...] = ()
-    timeout_s: float = 3600.0
+    timeout_s: float = 3600.0  # per own test file: a batched job gets this times its files
     env: dict[str, str] = field(default_factory=dict)
     container_image: str | None = None
     setup_commands: tuple[str, ...] = ()
@@ -180,11 +184,12 @@ class OwnTests:
         found = [n for target, n in self.min_world_size.items() if target_contains(target, path)]
         return max(found) if found else None
 
-    def test_set(self, pr: int, targets: tuple[str, ...], shape: Shape | str) -> TestSet:
-        """The test set of PR ``pr``'s own files ``targets`` on ``shape``."""
+    def test_set(self, targets: tuple[str, ...], shape: Shape | str) -> TestSet:
+        """The batched test set ``own`` of the own files ``targets`` (of every PR a tree holds
+        whose files run on ``shape``) on ``shape``."""
         shape = Shape.parse(shape) if isinstance(shape, str) else shape
         return TestSet(
-            name=own_test_set_name(pr),
+            name=OWN_TEST_SET,
             shapes=(shape,),
             megatron_targets=tuple(targets),
             reference_targets=(),
@@ -192,7 +197,7 @@ class OwnTests:
             env=dict(self.env),
             container_image=self.container_image,
             setup_commands=self.setup_commands,
-            description=f"the test files #{pr} adds or modifies",
+            description="the test files the tree's PRs add or modify",
             markers=self.markers,
             tolerated_markers=self.tolerated_markers,
             min_world_size=dict(self.min_world_size),
@@ -204,8 +209,15 @@ def own_test_set_name(pr: int) -> str:
     return f"{OWN_PREFIX}{pr}"
 
 
+def is_own_test_set(name: str) -> bool:
+    """Whether the test set ``name`` runs PRs' own test files: the batched ``own`` job, or
+    ``own:N`` (PR N's, as users name them and as jobs stored before batching were named)."""
+    return name == OWN_TEST_SET or own_test_set_pr(name) is not None
+
+
 def own_test_set_pr(name: str) -> int | None:
-    """The PR whose own test files the test set ``name`` runs (None: a configured test set)."""
+    """The PR that ``own:N`` names (None: another name; the batched ``own`` job has files of
+    several PRs: :func:`is_own_test_set` says it runs own test files)."""
     number = name[len(OWN_PREFIX) :]
     # ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and "٣" (which it
     # reads as 3), and these names come from PR comments too.
@@ -354,6 +366,10 @@ def parse_test_sets(text: str, path: Path) -> dict[str, TestSet]:
 
 def _test_set(name: str, body: Any) -> TestSet:
     r = FieldReader(body, f"test_sets.{name}")
+    if name == OWN_TEST_SET or name.startswith(OWN_PREFIX):
+        raise ContractError(
+            f"test_sets.{name}", "is reserved for PRs' own test files ([own_tests]): rename it"
+        )
     unknown = sorted(set(body) - _KNOWN_KEYS) if isinstance(body, dict) else []
     if unknown:
         raise ContractError(r.name(unknown[0]), "is not a known test-set field (misspelt?)")

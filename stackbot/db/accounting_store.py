@@ -10,7 +10,7 @@ from sqlalchemy import select as select_columns
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
-from gpu_jobs.testsets import own_test_set_pr
+from gpu_jobs.testsets import is_own_test_set, own_test_set_pr
 from stackbot.db.models import IntegrationRun, IntegrationStep, Job
 from stackbot.domain.accounting import (
     GpuHours,
@@ -136,6 +136,7 @@ def series_account(session: Session, *, repo_id: int, series_key: str) -> Series
             int(n),
             float(seconds or 0.0),
             own_pr=own_test_set_pr(test_set),
+            own=is_own_test_set(test_set),
         )
         for run_id, purpose, test_set, shape, status, n, seconds in spent_rows
         if run_id is not None

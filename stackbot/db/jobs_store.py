@@ -80,6 +80,25 @@ def reusable_job(session: Session, *, tree: str, config_hash: str, attempt: int 
     return next((job for job in found if same_environment(job, now)), None)
 
 
+def own_jobs_on_tree(session: Session, *, tree: str, test_set: str, shape: str) -> list[Job]:
+    """The original first-attempt jobs of ``test_set`` on ``shape`` on ``tree`` whose outcome
+    counts, newest first (the candidates whose own test files cover a request's)."""
+    return list(
+        session.exec(
+            select(Job)
+            .where(
+                Job.tree_sha == tree,
+                Job.test_set == test_set,
+                Job.shape == shape,
+                Job.attempt == 1,
+                col(Job.reused_from_job_id).is_(None),
+                col(Job.status).not_in(list(NOT_REUSABLE_STATES)),
+            )
+            .order_by(col(Job.id).desc())
+        ).all()
+    )
+
+
 def current_environment(session: Session, *, config_hash: str) -> dict[str, str] | None:
     """The runner environment jobs of this configuration run in now: the one the most recently
     finished job of it reported (None: none reported one yet)."""

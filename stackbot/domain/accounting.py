@@ -93,6 +93,9 @@ class SpentRow:
     jobs: int
     seconds: float
     own_pr: int | None = None  # the PR whose own test files the test set runs (``own:N``)
+    # PRs' own test files (``own``, batched; ``own:N``): their duration is their files', never a
+    # configuration's measured mean
+    own: bool = False
 
 
 @dataclass(frozen=True)
@@ -171,8 +174,9 @@ def account_series(
 
     A push is a series run; a stack run belongs to the first series run (by id) on the same
     base whose heads hold the stack's heads (the integration that made it). A job counts for a
-    PR when it runs that PR's own test files (``own:N``) or belongs to that PR's stack run;
-    the series run's other jobs are shared by every PR its tree holds.
+    PR when it runs that PR's own test files alone (``own:N``, stored before own test files
+    were batched) or belongs to that PR's stack run; the series run's other jobs, its batched
+    own-files job (every PR's files in one) included, are shared by every PR its tree holds.
 
     The policy's saving: a stack run with no job whose PR the push's (tested) series tree
     merged was left to the series tree by ``series-first``; every-stack would have tested it,
@@ -229,7 +233,7 @@ def account_series(
             pushes[push_of[row.run_id]].spent.spend(row)
         pr = owner(row.run_id, row.own_pr)
         (account.by_pr.setdefault(pr, Slice()) if pr is not None else account.shared).spend(row)
-        if row.own_pr is None and row.status in MEASURED_STATES and row.jobs:
+        if row.own_pr is None and not row.own and row.status in MEASURED_STATES and row.jobs:
             label = f"{row.test_set} {row.shape}"
             seconds, jobs = measured.get(label, (0.0, 0))
             measured[label] = (seconds + row.seconds, jobs + row.jobs)

@@ -2,15 +2,20 @@
 file (seed #8035: "test_schedule_quantization_context.py: 14 vs 5 on main").
 
 The test files a PR adds or modifies under the configured roots run beside the configured test
-sets, as the test set ``own:N`` of PR N (one job per shape, its targets the files that run on
-that shape), and once more on main for those of them main has. Pure: the service reads the
-stored steps and jobs and hands their facts here.
+sets. A tested tree runs the own files of every PR it holds in as few jobs as their shapes
+require: one job per shape, the test set ``own``, its targets the files of every PR that run on
+that shape (issue 24). Each PR's results are split out of it by file (a test's node id starts
+with its file's path; :func:`restrict_outcomes`) and shown under the name users know, ``own:N``.
+They run once more on main for the files main has. Pure: the service reads the stored steps and
+jobs and hands their facts here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from stackbot.domain.comparison import Counts, TestOutcomes
 
 ADDED, MODIFIED = "added", "modified"
 _FAILING = frozenset({"failed", "error"})
@@ -39,6 +44,34 @@ class OwnFile:
 def file_of(nodeid: str) -> str:
     """The test file of a pytest node id (``tests/x/test_y.py::TestZ::test_w[1]``)."""
     return nodeid.split("::", 1)[0]
+
+
+def owners_of(files_by_pr: Mapping[int, Sequence[str]]) -> dict[str, tuple[int, ...]]:
+    """Each own test file → the PRs whose own file it is (usually one; a child that modifies
+    its parent's new test file owns it too), lowest PR number first."""
+    owners: dict[str, list[int]] = {}
+    for pr, paths in sorted(files_by_pr.items()):
+        for path in paths:
+            if pr not in owners.setdefault(path, []):
+                owners[path].append(pr)
+    return {path: tuple(prs) for path, prs in owners.items()}
+
+
+def restrict_outcomes(outcomes: TestOutcomes, files: Iterable[str]) -> TestOutcomes:
+    """The part of a batched own-files job's outcomes that tests ``files``: its tests whose node
+    id is in one of them, counted again. A job that passed or failed takes the status its part
+    earns (another PR's failing file does not fail this one's); any other status (error,
+    timeout, infra, cancelled, still running) is the whole job's and stays. Outcomes recorded
+    only as counts cannot be split: they stay whole."""
+    if not outcomes.per_test:
+        return outcomes
+    wanted = set(files)
+    tests = {nodeid: o for nodeid, o in outcomes.tests.items() if file_of(nodeid) in wanted}
+    counts = Counts.of_tests(tests)
+    status = outcomes.status
+    if status in ("passed", "failed"):
+        status = "failed" if counts.failed or counts.error else "passed"
+    return TestOutcomes(status, counts, tests, per_test=True)
 
 
 @dataclass(frozen=True)

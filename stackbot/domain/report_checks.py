@@ -60,18 +60,24 @@ def row_conclusion(row: TestRow) -> Conclusion | None:
 
 TESTS_CHECK_PREFIX = "stackbot/tests: "
 OWN_FILES_CHECK = TESTS_CHECK_PREFIX + "own files"
-OWN_SET_PREFIX = "own:"  # a PR's own test files run as the test set ``own:N``
+# A PR's own test files: its rows are ``own:N`` (its part of the tree's batched ``own`` job).
+OWN_SET_PREFIX = "own:"
+OWN_SET = "own"
+
+
+def _is_own(test_set: str) -> bool:
+    return test_set == OWN_SET or test_set.startswith(OWN_SET_PREFIX)
 
 
 def check_run_name(test_set: str, shape: str) -> str:
     """The stable name a repository can require: ``stackbot/tests: amax-group 1x4``."""
-    if test_set.startswith(OWN_SET_PREFIX):
+    if _is_own(test_set):
         return OWN_FILES_CHECK
     return f"{TESTS_CHECK_PREFIX}{test_set} {shape}"
 
 
 def is_own_row(row: TestRow) -> bool:
-    return row.test_set.startswith(OWN_SET_PREFIX)
+    return _is_own(row.test_set)
 
 
 INTEGRATION_CHECK = "stackbot/integration"

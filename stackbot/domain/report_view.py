@@ -17,7 +17,10 @@ Conclusion = Literal["success", "failure", "neutral", "cancelled", "timed_out", 
 
 def test_set_words(test_set: str) -> str:
     """A test set as a reader says it: ``own:8034`` (PR 8034's own test files, stackbot's
-    internal name) is "#8034's own test files"; a configured set keeps its name."""
+    internal name) is "#8034's own test files"; ``own`` (the tree's batched job of every PR's
+    own files) is "own test files"; a configured set keeps its name."""
+    if test_set == "own":
+        return "own test files"
     prefix, _, number = test_set.partition(":")
     if prefix == "own" and number.isascii() and number.isdigit():
         return f"#{number}'s own test files"

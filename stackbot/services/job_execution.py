@@ -15,6 +15,7 @@ already going (or finished) instead of starting a second one.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from sqlmodel import Session
 
 from gpu_jobs.executors import Executor, ExecutorError, JobHandle, PoolBusy, StartUnknown
 from gpu_jobs.spec import ContractError, JobResult
-from gpu_jobs.testsets import OwnTests, TestSet, own_test_set_pr
+from gpu_jobs.testsets import OwnTests, TestSet, is_own_test_set
 from stackbot.db import jobs_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, Job, TestResult
@@ -62,17 +63,25 @@ class JobBackend:
     node_check: bool
     # At most this many jobs of one series starting or running (0: no limit).
     per_series_limit: int = 0
-    # How PRs' own test files run (``own:N`` jobs); None: not configured.
+    # How PRs' own test files run (the batched ``own`` jobs); None: not configured.
     own_tests: OwnTests | None = None
 
     def test_set_of(self, job: Job) -> TestSet | None:
-        """What ``job`` runs: its configured test set, or its PR's own test files."""
-        pr = own_test_set_pr(job.test_set)
-        if pr is None:
+        """What ``job`` runs: its configured test set, or PRs' own test files (its targets)."""
+        if not is_own_test_set(job.test_set):
             return self.test_sets.get(job.test_set)
         if self.own_tests is None or not job.targets:
             return None
-        return self.own_tests.test_set(pr, tuple(job.targets), job.shape)
+        found = self.own_tests.test_set(tuple(job.targets), job.shape)
+        return dataclasses.replace(found, name=job.test_set)  # ``own:N`` stored before batching
+
+
+def own_timeout(job: Job, test_set: TestSet) -> float | None:
+    """An own-files job's time limit: ``[own_tests] timeout_s`` per file it runs (the files of
+    every PR in its tree run one after another in it); None: the test set's own limit."""
+    if not is_own_test_set(job.test_set):
+        return None
+    return test_set.timeout_s * max(1, len(job.targets or ()))
 
 
 # The order queued jobs start in (issue 13): main's baselines first (every comparison needs
@@ -251,6 +260,7 @@ def _submit_one(
             commit=job.commit_sha,
             node_check=backend.node_check,
             exclude_nodes=tuple(job.excluded_nodes or ()),
+            timeout_s=own_timeout(job, test_set),
         )
         handle = backend.executor.submit(spec, out_dir)
     except StartUnknown as error:  # it may run: neither failed nor queued, adopted later

@@ -10,6 +10,7 @@ Running the jobs (submit, poll, collect, cancel) is :mod:`stackbot.services.job_
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from sqlmodel import Session
 
-from gpu_jobs.testsets import TestSet, own_test_set_pr
+from gpu_jobs.testsets import TestSet, is_own_test_set
 from stackbot.config import Settings
 from stackbot.db import jobs_store
 from stackbot.db.models import IntegrationRun, Job
@@ -66,8 +67,8 @@ class JobRequest:
 
     @property
     def targets(self) -> list[str] | None:
-        """The job's own targets: a PR's own test files (None: the test set's)."""
-        if own_test_set_pr(self.test_set.name) is None:
+        """The job's own targets: PRs' own test files (None: the test set's)."""
+        if not is_own_test_set(self.test_set.name):
             return None
         return list(self.test_set.megatron_targets)
 
@@ -116,7 +117,11 @@ def create_run_jobs(
         if key in existing and not force:
             continue
         digest = config_hash(request.test_set, request.shape)
-        source = None if force else reusable_job(session, run.final_tree, digest)
+        source = None
+        if not force:
+            source = reusable_job(session, run.final_tree, digest) or covering_job(
+                session, run.final_tree, request
+            )
         job = Job(
             repo_id=run.repo_id,
             integration_run_id=run.id,
@@ -182,6 +187,31 @@ def create_baseline_jobs(
 def reusable_job(session: Session, tree: str, digest: str) -> Job | None:
     """The original job (never a copy) whose result a job on ``tree`` may take."""
     return jobs_store.reusable_job(session, tree=tree, config_hash=digest)
+
+
+def covering_job(session: Session, tree: str, request: JobRequest) -> Job | None:
+    """For own test files: the original job on ``tree`` that ran every one of the request's
+    files, and maybe more, with the same definition otherwise (shape, env, image, conventions,
+    timeout) and today's runner environment. Each PR's results are read from an own-files job
+    file by file, so its result holds for the fewer files: when a parent lands, the children's
+    tree is the one tested before, now without the parent's files (main has them), and nothing
+    is run again."""
+    if not is_own_test_set(request.test_set.name):
+        return None
+    wanted = set(request.test_set.megatron_targets)
+    for job in jobs_store.own_jobs_on_tree(
+        session, tree=tree, test_set=request.test_set.name, shape=request.shape
+    ):
+        ran = tuple(job.targets or ())
+        if not wanted <= set(ran):
+            continue
+        same = dataclasses.replace(request.test_set, megatron_targets=ran)
+        if config_hash(same, request.shape) != job.config_hash:
+            continue  # another definition: its result does not hold
+        now = jobs_store.current_environment(session, config_hash=job.config_hash)
+        if jobs_store.same_environment(job, now):
+            return job
+    return None
 
 
 def copy_outcome(job: Job, source: Job) -> None:

@@ -4,14 +4,18 @@ the dashboard."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlmodel import Session, col, select
 
+from gpu_jobs.testsets import OWN_TEST_SET, own_test_set_name
 from stackbot.db import integration_store, jobs_store
 from stackbot.db.models import IntegrationRun, Job, TestFinding
+from stackbot.domain.own_tests import file_of
 from stackbot.domain.report_view import FindingView
+from stackbot.services.own_tests import owners_of_steps
 from stackbot.services.test_plan import merged_order
 
 
@@ -22,11 +26,26 @@ def series_findings(session: Session, run: IntegrationRun) -> tuple[FindingView,
     rows = jobs_store.findings_of_run(session, run_id=run.id)
     if not rows:
         return ()
-    order = merged_order(integration_store.steps_of(session, run_id=run.id))
+    steps = integration_store.steps_of(session, run_id=run.id)
+    order = merged_order(steps)
+    owners = owners_of_steps(steps)
     ids = {int(j) for row in rows for j in (row.evidence or {}).get("jobs") or []}
     jobs = session.exec(select(Job).where(col(Job.id).in_(sorted(ids)))).all() if ids else []
     roles = {job.id: _role(job) for job in jobs if job.id is not None}
-    return tuple(finding_view(row, order, roles) for row in rows)
+    return tuple(_owned(finding_view(row, order, roles), owners) for row in rows)
+
+
+def _owned(view: FindingView, owners: Mapping[str, Sequence[int]]) -> FindingView:
+    """A failing test of the batched own-files job, named as its file's PR's own test files
+    (``own:N``, as that PR's row and check run are): the PR it was attributed to when that PR
+    owns the file, else the file's first owner."""
+    if view.test_set != OWN_TEST_SET:
+        return view
+    prs = owners.get(file_of(view.nodeid), ())
+    if not prs:
+        return view
+    pr = view.pr if view.pr is not None and view.pr in prs else prs[0]
+    return replace(view, test_set=own_test_set_name(pr))
 
 
 def _role(job: Job) -> str:

@@ -1,11 +1,13 @@
 """The ``retest`` task: new jobs (no reuse) for a PR's current stack run, for one test set or
-all. Asked for by ``/stackbot retest [SET]`` or by re-running a check run on GitHub."""
+all. Asked for by ``/stackbot retest [SET]`` or by re-running a check run on GitHub. The PR's
+own test files (``own:N``) are rerun as the stack tree's batched own-files jobs: the files of
+every PR that tree holds, the PR's results split out of them again."""
 
 from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from gpu_jobs.testsets import own_test_set_pr
+from gpu_jobs.testsets import is_own_test_set
 from stackbot.db import github_store as store
 from stackbot.db import integration_store
 from stackbot.db.engine import session_scope
@@ -33,14 +35,11 @@ def handle_retest(ctx: ServiceContext, task: Retest) -> None:
         if run is None or run.heads.get(str(task.number)) != pr.head_sha or not run.final_tree:
             return  # no integration of the current head yet: the next integrate tests it
         names = task.test_sets  # None: all, the PR's own test files (``own:N``) too
-        configured = None if names is None else [n for n in names if own_test_set_pr(n) is None]
+        configured = None if names is None else [n for n in names if not is_own_test_set(n)]
         requests = job_service.job_requests(ctx.services.test_sets(), ctx.settings, configured)
         steps = integration_store.steps_of(session, run_id=run.id) if run.id else []
-        requests += [
-            request
-            for request in own_service.run_requests(ctx.services.own_tests(), run, steps)
-            if names is None or request.test_set.name in names
-        ]
+        if names is None or any(is_own_test_set(n) for n in names):
+            requests += own_service.run_requests(ctx.services.own_tests(), run, steps)
         created = job_service.create_run_jobs(session, run, requests, force=True)
     if created:
         ctx.enqueue_task(PollJobs())

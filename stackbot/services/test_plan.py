@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from gpu_jobs.testsets import is_own_test_set
 from stackbot.db import integration_store, jobs_store, quarantine_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, IntegrationStep, Job, TestFinding
 from stackbot.db.models.jobs import FINISHED_STATES, NOT_REUSABLE_STATES
 from stackbot.domain.integration import RunKind, StepOutcome
+from stackbot.domain.own_tests import file_of
 from stackbot.domain.test_plan import (
     BISECT,
     CONFIRM,
@@ -239,12 +241,18 @@ def _configs(tree_jobs: Sequence[Job]) -> list[Config]:
 def _tests(session: Session, job: Job) -> dict[str, str]:
     """The finished job's outcomes per node id, read as the report reads them, without the
     tests it could not judge (their target ran on fewer ranks than it needs: never a suspect,
-    never bisected, never blamed on a PR)."""
+    never bisected, never blamed on a PR). An own-files job's tests are those of its targets
+    (a result it took from a job that ran more files, a landed parent's among them, holds more)."""
     outcomes = read_batch.outcomes_of(session, job)
     if outcomes is None:
         return {}
     unjudged = _not_judged(job)
-    return {nodeid: outcome for nodeid, outcome in outcomes.tests.items() if nodeid not in unjudged}
+    targets = set(job.targets or ()) if is_own_test_set(job.test_set) else None
+    return {
+        nodeid: outcome
+        for nodeid, outcome in outcomes.tests.items()
+        if nodeid not in unjudged and (targets is None or file_of(nodeid) in targets)
+    }
 
 
 def _not_judged(job: Job) -> set[str]:

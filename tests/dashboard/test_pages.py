@@ -191,6 +191,9 @@ def test_pages_say_things_in_words(client: TestClient, engine: Engine, tmp_path:
     from stackbot.web.dashboard import TEMPLATES
 
     assert TEMPLATES.env.filters["set_name"]("own:8034") == "#8034's own test files"
+    # the tree's batched job of every PR's own files
+    assert TEMPLATES.env.filters["set_name"]("own 1x4") == "own test files 1x4"
+    assert TEMPLATES.env.filters["set_name"]("owner 1x4") == "owner 1x4"
 
 
 def test_a_page_the_browser_holds_is_answered_304_until_it_changes(

@@ -1,7 +1,9 @@
 """Nothing re-run that was already tested (issue 24 point 4): a series #21 → #22 → #23 is
 tested (its series tree); #21 then lands by a squash merge into main (a push to main, the PR
 closed merged), main otherwise unchanged. The series of #22 and #23 on the new main has the tree
-that was tested: their results are carried, with no new GPU job for them, on both databases."""
+that was tested: their results are carried, with no new GPU job for them, on both databases.
+Every PR's own test files run in one job on the series tree; after the landing #22's own file
+is a part of it, taken, not run again."""
 
 from __future__ import annotations
 
@@ -83,6 +85,12 @@ def test_a_squash_merged_parent_leaves_its_childrens_tested_tree_untested_again(
     # The node reported what it ran the tests with: part of each result's key.
     assert all(j.runner_env and "torch" in j.runner_env and j.result_key for j in originals)
     series_tree = {j.tree_sha for j in originals if j.kind == "integration"}
+    # The own test files of every PR in the series tree ran in one job (issue 24 point 6).
+    own = [
+        (j.shape, j.targets) for j in originals if j.kind == "integration" and j.test_set == "own"
+    ]
+    assert ("1x2", ["tests/test_a.py", "tests/test_b.py"]) in own, own
+    assert "`tests/test_b.py` (1x2): new file: 1 passed" in world.sticky(22)[1]
 
     merged = world.control.merge_pull(REPO, 21, merger="bob", squash=True)
     world.settle(timeout_s=900)  # a loaded machine runs ~10 torchrun jobs here
@@ -94,6 +102,9 @@ def test_a_squash_merged_parent_leaves_its_childrens_tested_tree_untested_again(
     assert for_children, "the children's new integration got no results at all"
     assert {j.tree_sha for j in for_children} <= series_tree
     assert all(j.status == "passed" for j in for_children)
+    # #22's own file: its part of the job that ran #21's and #22's files on that tree.
+    own_copies = [j for j in for_children if j.test_set == "own"]
+    assert own_copies and all(j.targets == ["tests/test_b.py"] for j in own_copies), own_copies
     for number in (22, 23):
         body = world.sticky(number)[1]
         assert merged[:7] in body, body  # reported against the new main

@@ -168,7 +168,7 @@ def test_the_builtin_file_gives_its_list_to_test_sets_and_own_tests() -> None:
 
     assert load_test_sets()["amax-group"].infra_signatures == BUILTIN
     own = load_own_tests()
-    assert own is not None and own.test_set(8035, ("t.py",), "1x4").infra_signatures == BUILTIN
+    assert own is not None and own.test_set(("t.py",), "1x4").infra_signatures == BUILTIN
     assert BUILTIN_TEST_SETS.is_file()
 
 

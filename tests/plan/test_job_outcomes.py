@@ -45,10 +45,10 @@ def test_the_report_the_own_tests_and_the_planner_read_a_job_alike(
             session.add(PullRequest(repo_id=run.repo_id, number=n, head_sha=f"h{n}"))
         run_id = run.id
     assert run_id is not None
-    _create(engine, settings, run_id)  # 8035's own job, and main's baseline of test_ctx.py
+    _create(engine, settings, run_id)  # the own-files jobs, and main's baseline of test_ctx.py
     jobs = {(j.kind, j.test_set, j.shape): j for j in _jobs(engine)}
-    baseline_id = jobs[("baseline", "own:8035", "1x4")].id
-    tree_id = jobs[("integration", "own:8035", "1x4")].id
+    baseline_id = jobs[("baseline", "own", "1x4")].id
+    tree_id = jobs[("integration", "own", "1x4")].id
     assert baseline_id is not None and tree_id is not None
     main = {f"{CTX}::test_0": "passed"}
     job_execution.record_result(engine, baseline_id, _result(baseline_id, main), node="n")

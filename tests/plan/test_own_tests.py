@@ -4,6 +4,7 @@ compares them with main file by file."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 
@@ -28,12 +29,15 @@ from stackbot.config import Settings
 from stackbot.db import integration_store, jobs_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Repository
+from stackbot.domain.comparison import Counts as DCounts
+from stackbot.domain.comparison import TestOutcomes
 from stackbot.domain.own_tests import (
     FileCounts,
     OwnFileView,
     OwnTestsView,
     counts_by_file,
     render_own_tests,
+    restrict_outcomes,
 )
 from stackbot.domain.pipeline import PrState
 from stackbot.domain.report import render_sticky_comment
@@ -62,11 +66,11 @@ def test_a_file_runs_on_the_ranks_its_tests_need_never_fewer() -> None:
     assert own is not None
     grid = "tests/unit_tests/test_hyper_comm_grid.py"
     assert [str(s) for s in own.shapes_for(grid)] == ["2x4"]
-    test_set = own.test_set(8035, (grid,), "2x4")
+    test_set = own.test_set((grid,), "2x4")
     assert test_set.min_world_size == {"tests/unit_tests": 8}
     spec = test_set.job_spec(job_id="j", shape="2x4", checkout="/tree")
     assert spec.needed_world_size(grid + "::t") is None  # enough ranks: judged
-    short = own.test_set(8035, (grid,), "1x4").job_spec(job_id="j", shape="1x4", checkout="/t")
+    short = own.test_set((grid,), "1x4").job_spec(job_id="j", shape="1x4", checkout="/t")
     assert short.needed_world_size(grid + "::t") == ("tests/unit_tests", 8)  # else: not judged
     eight = _own(body.replace('["1x4"]', '["1x8"]'))
     assert eight is not None and [str(s) for s in eight.shapes_for(grid)] == ["1x8"]
@@ -99,10 +103,8 @@ def test_the_table_is_read_with_rules_first_match_wins() -> None:
     assert [str(s) for s in own.shapes_for("tests/unit_tests/dist/test_x_2x4.py")] == ["2x4"]
     assert [str(s) for s in own.shapes_for("tests/unit_tests/dist/test_y.py")] == ["1x4", "2x4"]
     assert [str(s) for s in own.shapes_for("tests/unit_tests/a/b/test_y.py")] == ["1x2"]
-    test_set = own.test_set(8035, ("tests/unit_tests/a/test_y.py",), "1x2")
-    assert test_set.name == "own:8035" and test_set.megatron_targets == (
-        "tests/unit_tests/a/test_y.py",
-    )
+    test_set = own.test_set(("tests/unit_tests/a/test_y.py",), "1x2")
+    assert test_set.name == "own" and test_set.megatron_targets == ("tests/unit_tests/a/test_y.py",)
     assert (test_set.timeout_s, test_set.env, test_set.markers) == (
         90.0,
         {"A": "1"},
@@ -110,6 +112,48 @@ def test_the_table_is_read_with_rules_first_match_wins() -> None:
     )
     # The test sets of the same file still load: [own_tests] is not an unknown field there.
     assert set(parse_test_sets(HEADER + "[own_tests]\n", Path("own.toml"))) == {"a"}
+
+
+@pytest.mark.parametrize("name", ["own", "own:8035"])
+def test_the_own_files_names_are_reserved(name: str) -> None:
+    text = f'schema_version = "1.0"\n[test_sets."{name}"]\nshapes = ["1x4"]\nmegatron_targets = ["t.py"]\n'
+    with pytest.raises(TestSetError, match="reserved for PRs' own test files"):
+        parse_test_sets(text, Path("x.toml"))
+
+
+def test_a_prs_part_of_a_batched_result_is_its_files_tests() -> None:
+    tests = {"a.py::t1": "passed", "a.py::T::t2[1]": "passed", "b.py::t": "failed"}
+    whole = TestOutcomes("failed", DCounts(passed=2, failed=1), tests)
+    mine = restrict_outcomes(whole, ["a.py"])
+    assert (mine.status, mine.counts, set(mine.tests)) == (
+        "passed",
+        DCounts(passed=2),
+        {"a.py::t1", "a.py::T::t2[1]"},
+    )
+    theirs = restrict_outcomes(whole, ["b.py", "c.py"])
+    assert (theirs.status, theirs.counts) == ("failed", DCounts(failed=1))
+    # The whole job's trouble is every PR's; counts alone cannot be split.
+    timed_out = TestOutcomes("timeout", DCounts(passed=2, failed=1), tests)
+    assert restrict_outcomes(timed_out, ["a.py"]).status == "timeout"
+    counted = TestOutcomes("failed", DCounts(passed=2, failed=1), {}, per_test=False)
+    assert restrict_outcomes(counted, ["a.py"]) is counted
+
+
+def test_a_failing_own_test_is_named_as_its_files_prs() -> None:
+    from stackbot.domain.report_view import FindingView
+    from stackbot.services.report_findings import _owned
+
+    owners = {CTX: (8035,), AMAX: (8034, 8035)}
+    assert _owned(FindingView("own", "1x4", f"{CTX}::t", "new", 8035), owners).test_set == (
+        "own:8035"
+    )
+    # a file two PRs changed: the PR the failure was attributed to, else the first owner
+    assert _owned(FindingView("own", "1x4", f"{AMAX}::t", "new", 8035), owners).test_set == (
+        "own:8035"
+    )
+    assert _owned(FindingView("own", "1x4", f"{AMAX}::t", "flaky"), owners).test_set == "own:8034"
+    other = FindingView("amax-group", "1x4", f"{CTX}::t", "new", 8035)
+    assert _owned(other, owners) == other
 
 
 def test_without_the_table_own_tests_are_not_run() -> None:
@@ -387,9 +431,18 @@ def _jobs(engine: Engine) -> list[Job]:
     return jobs
 
 
-def test_each_pr_gets_a_job_per_shape_and_main_a_baseline_of_the_files_it_has(
+AMAX, CTX, NEW = (
+    "tests/unit_tests/test_amax_2x4.py",
+    "tests/unit_tests/test_ctx.py",
+    "tests/unit_tests/test_new.py",
+)
+
+
+def test_a_trees_own_files_run_in_one_job_per_shape_and_main_a_baseline_of_those_it_has(
     engine: Engine, settings: Settings
 ) -> None:
+    """Issue 24 point 6: the own files of every PR in the tree, batched: one job per shape
+    (not one per PR and shape), its targets every file that runs on that shape."""
     with session_scope(engine) as session:
         run = _run(session, "series", [(8034, "h8034"), (8035, "h8035")], own=FILES)
         run_id = run.id
@@ -400,21 +453,14 @@ def test_each_pr_gets_a_job_per_shape_and_main_a_baseline_of_the_files_it_has(
         for j in _jobs(engine)
     )
     assert made == [
-        # 8034's new file has nothing on main to compare with: no baseline.
-        ("baseline", "own:8035", "1x4", ("tests/unit_tests/test_ctx.py",), None),
-        ("integration", "own:8034", "1x4", ("tests/unit_tests/test_amax_2x4.py",), None),
-        ("integration", "own:8034", "2x4", ("tests/unit_tests/test_amax_2x4.py",), None),
-        (
-            "integration",
-            "own:8035",
-            "1x4",
-            ("tests/unit_tests/test_ctx.py", "tests/unit_tests/test_new.py"),
-            None,
-        ),
+        # 8034's new file has nothing on main to compare with: only test_ctx.py on main.
+        ("baseline", "own", "1x4", (CTX,), None),
+        ("integration", "own", "1x4", (AMAX, CTX, NEW), None),
+        ("integration", "own", "2x4", (AMAX,), None),
     ]
     # Planning again makes nothing new.
     assert _create(engine, settings, run_id) == {}
-    assert len(_jobs(engine)) == 4
+    assert len(_jobs(engine)) == 3
 
     # Another run with the same tree (a later integration of the same heads) reuses the jobs;
     # main's baseline is made once per commit and configuration.
@@ -424,20 +470,54 @@ def test_each_pr_gets_a_job_per_shape_and_main_a_baseline_of_the_files_it_has(
     assert again_id is not None
     _create(engine, settings, again_id)
     copies = [j for j in _jobs(engine) if j.integration_run_id == again_id]
-    assert len(copies) == 3 and all(j.reused_from_job_id is not None for j in copies)
+    assert len(copies) == 2 and all(j.reused_from_job_id is not None for j in copies)
     assert len([j for j in _jobs(engine) if j.kind == "baseline"]) == 1
 
 
-def test_a_stack_run_tests_only_its_target_prs_own_files(
-    engine: Engine, settings: Settings
-) -> None:
+def test_a_stack_run_tests_its_ancestors_own_files_too(engine: Engine, settings: Settings) -> None:
+    """A stack's tree holds its ancestors' new test files, and the child can break them; under
+    every-stack nothing else would run them on the child's tree."""
     with session_scope(engine) as session:
         run = _run(session, "stack", [(8034, "h8034"), (8035, "h8035")], own=FILES)
         run_id = run.id
     assert run_id is not None
     settings = settings.model_copy(update={"test_plan_policy": "every-stack"})
     _create(engine, settings, run_id)
-    assert {j.test_set for j in _jobs(engine)} == {"own:8035"}
+    made = sorted(
+        (j.test_set, j.shape, tuple(j.targets or ())) for j in _jobs(engine) if j.kind != "baseline"
+    )
+    assert made == [("own", "1x4", (AMAX, CTX, NEW)), ("own", "2x4", (AMAX,))]
+
+
+def test_a_job_that_ran_more_files_on_the_same_tree_is_reused_for_fewer(
+    engine: Engine, settings: Settings
+) -> None:
+    """When a parent lands its files are main's: the children's tree is the one tested, their
+    own files a part of the job that ran; it is taken, not run again. A job of another
+    definition (here: another env) is not."""
+    with session_scope(engine) as session:
+        run = _run(session, "series", [(8034, "h8034"), (8035, "h8035")], own=FILES)
+        run_id = run.id
+    assert run_id is not None
+    _create(engine, settings, run_id)
+    ran = {j.shape: j for j in _jobs(engine) if j.kind == "integration"}
+    with session_scope(engine) as session:  # #8034 landed: #8035 alone on the same tree
+        after = _run(session, "series", [(8035, "h8035")], own={8035: FILES[8035]})
+        after_id = after.id
+    assert after_id is not None
+    _create(engine, settings, after_id)
+    [carried] = [j for j in _jobs(engine) if j.integration_run_id == after_id]
+    assert (carried.shape, carried.targets) == ("1x4", [CTX, NEW])
+    assert carried.reused_from_job_id == ran["1x4"].id
+    # Another definition of the own files' jobs: that result does not hold.
+    other = dataclasses.replace(RULED, env={"NCCL_DEBUG": "INFO"})
+    with session_scope(engine) as session:
+        third = _run(session, "series", [(8035, "h8035")], own={8035: FILES[8035]})
+        assert third.id is not None
+        steps = integration_store.steps_of(session, run_id=third.id)
+        requests = own_service.run_requests(other, third, steps)
+        [made] = job_service.create_run_jobs(session, third, requests)
+        assert made.reused_from_job_id is None and made.targets == [CTX, NEW]
 
 
 def test_the_job_runs_the_prs_files(engine: Engine, settings: Settings) -> None:
@@ -458,7 +538,9 @@ def test_the_job_runs_the_prs_files(engine: Engine, settings: Settings) -> None:
     assert test_set is not None
     spec = test_set.job_spec(job_id="j", shape=job.shape, repo_url="file:///r", commit="c" * 40)
     assert spec.targets == ("tests/unit_tests/test_ctx.py", "tests/unit_tests/test_new.py")
-    assert spec.test_set == "own:8035" and str(spec.shape) == "1x4"
+    assert spec.test_set == "own" and str(spec.shape) == "1x4"
+    # The files run one after another: the job's limit is timeout_s per file.
+    assert job_execution.own_timeout(job, test_set) == 2 * RULED.timeout_s
     # Without [own_tests] any more, the job cannot run (it fails with a message, not a crash).
     assert job_execution.JobBackend(None, {}, Path("."), False).test_set_of(job) is None  # type: ignore[arg-type]
 
@@ -490,8 +572,9 @@ def test_the_comment_compares_each_file_with_main(engine: Engine, settings: Sett
     here = {f"{ctx}::test_{i}": "passed" for i in range(14)}
     here[f"{ctx}::test_broken"] = "failed"
     here.update({f"{new}::test_{i}": "passed" for i in range(3)})
+    here[f"{AMAX}::test_x"] = "failed"  # #8034's file, in the same batched job
     main = {f"{ctx}::test_{i}": "passed" for i in range(5)}
-    tree_job = jobs[("integration", "own:8035", "1x4")]
+    tree_job = jobs[("integration", "own", "1x4")]
     assert tree_job.id is not None
     job_execution.record_result(engine, tree_job.id, _result(tree_job.id, here), node="n1")
 
@@ -511,7 +594,7 @@ def test_the_comment_compares_each_file_with_main(engine: Engine, settings: Sett
         f"`{ctx}` (1x4): 14 passed, 1 failed (failing: `test_broken`) vs main: not run yet",
         f"`{new}` (1x4): new file: 3 passed",
     ]
-    baseline = jobs[("baseline", "own:8035", "1x4")]
+    baseline = jobs[("baseline", "own", "1x4")]
     assert baseline.id is not None
     job_execution.record_result(engine, baseline.id, _result(baseline.id, main), node="n2")
     own = view(8035)
@@ -523,12 +606,12 @@ def test_the_comment_compares_each_file_with_main(engine: Engine, settings: Sett
         f"- `{ctx}` (1x4): 14 passed, 1 failed (failing: `test_broken`) vs 5 on main",
         f"- `{new}` (1x4): new file: 3 passed",
     ]
-    # #8034's jobs have not run: its files say so, one line per shape.
+    # #8034's file: its part of the 1x4 job; the 2x4 job has not run.
     own_8034 = view(8034)
     assert own_8034 is not None
     assert [f.line() for f in own_8034.files] == [
-        "`tests/unit_tests/test_amax_2x4.py` (1x4): queued",
-        "`tests/unit_tests/test_amax_2x4.py` (2x4): queued",
+        f"`{AMAX}` (1x4): new file: 0 passed, 1 failed (failing: `test_x`)",
+        f"`{AMAX}` (2x4): queued",
     ]
     # The sticky comment carries the section.
     comment = render_sticky_comment(
@@ -589,19 +672,20 @@ def test_a_retest_of_all_sets_reruns_the_prs_own_files_too(
 
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="amax-group"))  # type: ignore[arg-type]
     assert {j.test_set for j in _jobs(engine)} == {"amax-group"}
-    # Re-running the check run of the PR's own files (external id run/SET/SHAPE).
-    rerun = Retest("NVIDIA/Megatron-LM", 8035, check_run_id=1, external_id="1/own:8035/1x4")
+    # Re-running the check run of the PR's own files (external id run/SET/SHAPE): the stack
+    # tree's batched own-files jobs run again (its ancestor #8034's file among them).
+    rerun = Retest("NVIDIA/Megatron-LM", 8035, check_run_id=1, external_id="1/own:8035/*")
     handle_retest(Ctx(), rerun)  # type: ignore[arg-type]
-    assert sorted(j.test_set for j in _jobs(engine)) == ["amax-group", "amax-group", "own:8035"]
+    made = [(j.test_set, j.shape, tuple(j.targets or ())) for j in _jobs(engine)]
+    assert made[2:] == [("own", "1x4", (AMAX, CTX, NEW)), ("own", "2x4", (AMAX,))]
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035))  # type: ignore[arg-type]
-    made = [j.test_set for j in _jobs(engine)]
-    assert made.count("own:8035") == 2 and "own:8034" not in made
-    assert made.count("blockwise-recipe") == 1
-    # `/stackbot retest own:8035`: the PR's own test files only, on every shape they run on.
+    names = [j.test_set for j in _jobs(engine)]
+    assert names.count("own") == 4 and names.count("blockwise-recipe") == 1
+    # `/stackbot retest own:8035`: the own files' jobs only, on every shape they run on.
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="own:8035"))  # type: ignore[arg-type]
-    added = _jobs(engine)[len(made) :]
-    assert [j.test_set for j in added] == ["own:8035"]
-    assert added[0].targets == ["tests/unit_tests/test_ctx.py", "tests/unit_tests/test_new.py"]
+    added = _jobs(engine)[len(names) :]
+    assert [(j.test_set, j.shape) for j in added] == [("own", "1x4"), ("own", "2x4")]
+    assert all(j.reused_from_job_id is None for j in added)  # a retest runs them again
 
 
 def test_each_file_is_shown_on_the_shapes_it_runs_on(engine: Engine, settings: Settings) -> None:
@@ -634,9 +718,12 @@ def test_each_file_is_shown_on_the_shapes_it_runs_on(engine: Engine, settings: S
     ]
 
 
-def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
+def test_each_pr_reads_its_own_files_out_of_the_batched_job(
     engine: Engine, settings: Settings
 ) -> None:
+    """The tree's one own-files job holds #8034's and #8035's files; each PR's row (``own:N``),
+    check run and comparison with main are its files' alone: #8034's failing file fails
+    #8034's check, not #8035's."""
     from stackbot.db.models import PullRequest
     from stackbot.domain.report_checks import render_check_run
     from stackbot.services import report_rows, report_views
@@ -647,19 +734,16 @@ def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
             session.add(PullRequest(repo_id=run.repo_id, number=n, head_sha=f"h{n}"))
         run_id = run.id
     assert run_id is not None
-    _create(engine, settings, run_id)  # 8035's files: its job, main's baseline of test_ctx.py
-    with session_scope(engine) as session:  # 8034's files on the same tree, none on main
-        stored = integration_store.get_run(session, run_id=run_id)
-        assert stored is not None
-        job_service.create_run_jobs(
-            session, stored, own_service._requests(RULED, 8034, ["tests/unit_tests/test_t_2x4.py"])
-        )
-    jobs = {(j.test_set, j.shape): j for j in _jobs(engine) if j.kind == "integration"}
-    for key in (("own:8035", "1x4"), ("own:8034", "1x4")):
-        job_id = jobs[key].id
-        assert job_id is not None
-        tests = {"tests/unit_tests/test_new.py::test_a": "passed"}
-        job_execution.record_result(engine, job_id, _result(job_id, tests), node="n")
+    _create(engine, settings, run_id)
+    jobs = {(j.kind, j.shape): j for j in _jobs(engine)}
+    tree_job = jobs[("integration", "1x4")]
+    assert tree_job.id is not None
+    tests = {
+        f"{CTX}::test_a": "passed",
+        f"{NEW}::test_b": "passed",
+        f"{AMAX}::test_c": "failed",
+    }
+    job_execution.record_result(engine, tree_job.id, _result(tree_job.id, tests), node="n")
     with Session(engine) as session:
         view = report_views.build_report_view(
             session, settings, repo="NVIDIA/Megatron-LM", number=8035
@@ -667,16 +751,46 @@ def test_the_prs_own_jobs_are_its_test_rows_and_checks_not_other_prs(
         run_row = integration_store.get_run(session, run_id=run_id)
         assert run_row is not None
         rows_8034, _ = report_rows.run_test_rows(session, run_row, "", 8034)
+        rows_none, _ = report_rows.run_test_rows(session, run_row, "")
     assert view is not None
-    # 8035's own job is its test row (and check run); 8034's is not.
-    assert [(r.test_set, r.shape) for r in view.tests] == [("own:8035", "1x4")]
+    # 8035's part of the job is its test row (and check run); 8034's is not.
+    assert [(r.test_set, r.shape, r.status) for r in view.tests] == [("own:8035", "1x4", "passed")]
     [row] = view.tests
+    assert row.comparison is not None and row.comparison.counts.passed == 2
+    assert row.comparison.counts.failed == 0
     # main has test_ctx.py and its job has not run: main's side is pending
-    assert row.comparison is not None and row.comparison.main_counts is None
+    assert row.comparison.main_counts is None
     check = render_check_run(view, "own:8035", "1x4")
     assert check.name == "stackbot/tests: own files" and check.conclusion == "success"
-    # Main has none of 8034's files (no baseline): its side is empty, not pending.
-    assert [(r.test_set, r.shape) for r in rows_8034] == [("own:8034", "1x4"), ("own:8034", "2x4")]
+    # #8034: its file failed in the same job; main has none of its files: empty, not pending.
+    assert [(r.test_set, r.shape, r.status) for r in rows_8034] == [
+        ("own:8034", "1x4", "failed"),
+        ("own:8034", "2x4", "queued"),
+    ]
     comparison = rows_8034[0].comparison
     assert comparison is not None and comparison.main_counts is not None
-    assert comparison.main_counts.passed == 0 and len(comparison.absent_on_main) == 1
+    assert comparison.main_counts.passed == 0 and comparison.failing_new == (f"{AMAX}::test_c",)
+    assert comparison.counts.passed == 0  # #8035's passing tests are not #8034's
+    assert rows_none == ()  # no PR named: the own-files jobs are every PR's, none of them rows
+    # The dashboard: the run's cell is the batched job; a PR's cell is its part of it.
+    from stackbot.web.readmodel.cells import cells_of_runs, own_cells_for
+
+    with Session(engine) as session:
+        run_row = integration_store.get_run(session, run_id=run_id)
+        assert run_row is not None
+        cells = cells_of_runs(session, [run_row])[run_id]
+        assert [c.label for c in cells] == ["own 1x4", "own 2x4"]
+        assert all(c.batched_own and c.own_pr is None for c in cells)
+        mine = own_cells_for(session, run_id, cells, [8035])
+        theirs = own_cells_for(session, run_id, cells, [8034])
+    [cell] = mine
+    assert (cell.label, cell.own_pr, cell.state, cell.job.counts if cell.job else None) == (
+        "own:8035 1x4",
+        8035,
+        "passed",
+        {"passed": 2},
+    )
+    assert [(c.label, c.state) for c in theirs] == [
+        ("own:8034 1x4", "failed"),
+        ("own:8034 2x4", "running"),
+    ]

@@ -182,7 +182,9 @@ def test_after_a_parent_lands_nothing_already_tested_runs_again(
     first = sim.push()
     sim.drive()
     before = {job.id for job in sim.originals()}
-    assert sum(1 for j in sim.originals() if j.test_set.startswith("own:")) == 6
+    # Every PR's own test file in one job on the series tree (issue 24 point 6).
+    [own_job] = [j for j in sim.originals() if j.test_set == "own"]
+    assert own_job.targets == [f"tests/unit_tests/test_pr_{n}.py" for n in range(1, 7)]
     landed = sim.land(1)
     sim.drive()
     again = [job for job in sim.originals() if job.id not in before]
@@ -192,6 +194,36 @@ def test_after_a_parent_lands_nothing_already_tested_runs_again(
     with Session(engine) as session:
         carried = jobs_store.jobs_of_run(session, run_id=landed.series_run)
     assert carried and all(j.reused_from_job_id is not None for j in carried)
-    assert sorted(j.test_set for j in carried if j.test_set.startswith("own:")) == [
-        f"own:{n}" for n in range(2, 7)
-    ]
+    # PR 1's file is main's now: the children's own files are a part of the job that ran.
+    [own_copy] = [j for j in carried if j.test_set == "own"]
+    assert own_copy.reused_from_job_id == own_job.id
+    assert own_copy.targets == [f"tests/unit_tests/test_pr_{n}.py" for n in range(2, 7)]
+
+
+def test_every_tree_runs_the_own_files_of_every_pr_it_holds_in_one_job(
+    engine: Engine, settings: Settings
+) -> None:
+    """Issue 24 point 6: one own-files job per shape and tree, its targets the files of every PR
+    the tree holds: a stack's tree runs its ancestors' new test files too (a child can break
+    them, and under every-stack nothing else runs them on the child's tree)."""
+    sim = _sim(engine, settings, "every-stack", prs=4, own_test_minutes=10.0)
+    pushed = sim.push()
+    sim.drive()
+    with Session(engine) as session:
+        for k, run_id in pushed.stack_runs.items():
+            jobs = jobs_store.jobs_of_run(session, run_id=run_id)
+            [own] = [j for j in jobs if j.test_set == "own"]
+            assert own.shape == "1x4"
+            assert own.targets == [f"tests/unit_tests/test_pr_{n}.py" for n in range(1, k + 1)]
+        series = jobs_store.jobs_of_run(session, run_id=pushed.series_run)
+        [own] = [j for j in series if j.test_set == "own"]
+        assert len(own.targets or ()) == 4
+    # 4 trees (the top stack's is the series tree): 4 own-files jobs, 1 + 2 + 3 + 4 files.
+    ran = [j for j in sim.originals() if j.test_set == "own"]
+    assert sorted(len(j.targets or ()) for j in ran) == [1, 2, 3, 4]
+    minutes = sorted(
+        round((r.end - r.start) / 60)
+        for r in sim.executor.jobs.values()
+        if r.spec.test_set == "own"
+    )
+    assert minutes == [10, 20, 30, 40]  # each file 10 simulated minutes

@@ -1,17 +1,25 @@
 """Test cells: each test set × shape of an integration run, its job next to main's baseline job
-of the run's base commit. Two queries for any number of runs."""
+of the run's base commit. Two queries for any number of runs. A PR's page and row show, for
+the tree's batched own-files job (``own``), a cell ``own:N`` of that PR's files alone
+(:func:`own_cells_for`)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, replace
 from typing import Any
 
 from sqlmodel import Session
 
-from stackbot.db import dashboard_store
+from gpu_jobs.testsets import OWN_TEST_SET, own_test_set_name
+from stackbot.db import dashboard_store, jobs_store
 from stackbot.db.models import IntegrationRun
+from stackbot.db.models.jobs import FINISHED_STATES
+from stackbot.domain.own_tests import restrict_outcomes
 from stackbot.domain.retries import Attempt, NotePart, retry_chain, retry_note
+from stackbot.services import read_batch
+from stackbot.services.own_tests import files_for_pr, run_owners
 from stackbot.web.readmodel.summaries import JobSummary, TestCell, job_summary
 
 
@@ -47,6 +55,58 @@ def cells_of_runs(
             for label, job in sorted(labelled.items())
         )
     return cells
+
+
+def own_cells_for(
+    session: Session, run_id: int, cells: Sequence[TestCell], numbers: Iterable[int]
+) -> tuple[TestCell, ...]:
+    """``cells`` with each batched own-files cell (``own 1x4``: every PR's own test files on the
+    tree) replaced by a cell ``own:N 1x4`` per PR of ``numbers`` whose files it ran: that PR's
+    tests alone, here and on main, with the status its files earn."""
+    wanted = list(numbers)
+    found: list[TestCell] = []
+    for cell in cells:
+        if cell.job is None or cell.job.test_set != OWN_TEST_SET:
+            found.append(cell)
+            continue
+        job = jobs_store.get_job(session, job_id=cell.job.id)
+        base = (
+            jobs_store.get_job(session, job_id=cell.baseline.id)
+            if cell.baseline is not None
+            else None
+        )
+        if job is None:
+            continue
+        owners = run_owners(session, run_id)
+        for number in wanted:
+            files = files_for_pr(job.test_set, job.targets, owners, number)
+            if not files:
+                continue
+            name = own_test_set_name(number)
+            summary = replace(cell.job, test_set=name)
+            here = read_batch.outcomes_of(session, job) if job.status in FINISHED_STATES else None
+            if here is not None:
+                part = restrict_outcomes(here, files)
+                summary = replace(summary, status=part.status, counts=_counts(part.counts))
+            main = None
+            if (
+                base is not None
+                and cell.baseline is not None
+                and set(files) & set(base.targets or ())
+            ):
+                main = replace(cell.baseline, test_set=name)
+                there = read_batch.outcomes_of(session, base)
+                if there is not None:
+                    part = restrict_outcomes(there, files)
+                    main = replace(main, status=part.status, counts=_counts(part.counts))
+            found.append(
+                replace(cell, label=f"{name} {cell.job.shape}", job=summary, baseline=main)
+            )
+    return tuple(sorted(found, key=lambda cell: cell.label))
+
+
+def _counts(counts: Any) -> dict[str, int]:
+    return {name: value for name, value in asdict(counts).items() if value}
 
 
 class _RetryNotes:

@@ -14,7 +14,7 @@ from stackbot.db import dashboard_store, github_store
 from stackbot.domain.report_view import PrReportView
 from stackbot.domain.verdict import Verdict, decide, row_state
 from stackbot.services.report_views import build_report_views
-from stackbot.web.readmodel.cells import cells_of_runs
+from stackbot.web.readmodel.cells import cells_of_runs, own_cells_for
 from stackbot.web.readmodel.runs import run_steps
 from stackbot.web.readmodel.summaries import RunSummary, TestCell, iso, run_summary
 
@@ -101,7 +101,11 @@ def pull_rows(
             continue
         run = runs.get(number)
         view = views.get(number)
-        cells = cells_by_run.get(run.id, ()) if run and run.id is not None else ()
+        cells = (
+            own_cells_for(session, run.id, cells_by_run.get(run.id, ()), [number])
+            if run and run.id is not None
+            else ()
+        )
         rows.append(
             PullRow(
                 number=pr.number,
@@ -175,10 +179,12 @@ def pull_detail(
         merged = {step.pr_number for step in steps if step.outcome in ("clean", "resolved")}
         series_step = _series_step_words(steps, number)
         if number in merged:
+            cells = cells_of_runs(session, [series_run]).get(series_run.id, ())
             series_tests = tuple(
                 cell
-                for cell in cells_of_runs(session, [series_run]).get(series_run.id, ())
-                if cell.own_pr in (None, number)  # another PR's own test files: on its page
+                # this PR's part of the tree's own-files jobs; another PR's: on its page
+                for cell in own_cells_for(session, series_run.id, cells, [number])
+                if cell.own_pr in (None, number)
             )
     return {
         "repo": repository.full_name,

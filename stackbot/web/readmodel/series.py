@@ -15,7 +15,7 @@ from stackbot.config import Settings
 from stackbot.db import dashboard_store, landing_store
 from stackbot.db.models import IntegrationRun
 from stackbot.domain.landing_text import LandingView
-from stackbot.web.readmodel.cells import cells_of_runs
+from stackbot.web.readmodel.cells import cells_of_runs, own_cells_for
 from stackbot.web.readmodel.pulls import PullRow, pull_rows
 from stackbot.web.readmodel.runs import run_steps
 from stackbot.web.readmodel.summaries import (
@@ -67,6 +67,8 @@ class SeriesPage:
     series_run: RunSummary | None
     series_steps: tuple[StepRow, ...]
     series_tests: tuple[TestCell, ...]
+    # each PR's own test files on the series tree (``own:N``), split out of its batched job
+    series_own_tests: tuple[TestCell, ...] = ()
     conflict_matrix: dict[str, Any] | None = None
     # (child, parent, source) -> (the exact declaring text, where it was written)
     edge_texts: dict[tuple[int, int, str], tuple[str, str]] = field(default_factory=dict)
@@ -180,10 +182,15 @@ def series_page(
     )
     steps: tuple[StepRow, ...] = ()
     tests: tuple[TestCell, ...] = ()
+    own_tests: tuple[TestCell, ...] = ()
     if series_run is not None and series_run.id is not None:
         steps = tuple(run_steps(session, series_run.id))
         cells = cells_of_runs(session, [series_run])
         tests = cells.get(series_run.id, ())
+        # each PR's row: its part of the tree's batched own-files jobs
+        own_tests = own_cells_for(
+            session, series_run.id, [c for c in tests if c.batched_own], numbers
+        )
     return SeriesPage(
         key=series.key,
         slug=series_slug(series.key),
@@ -199,6 +206,7 @@ def series_page(
         series_run=run_summary(series_run) if series_run else None,
         series_steps=steps,
         series_tests=tests,
+        series_own_tests=own_tests,
         conflict_matrix=series.conflict_matrix,
         landing=_landing(session, series.repo_id, series.key, repository.default_branch),
     )

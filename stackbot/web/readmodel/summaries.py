@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from gpu_jobs.testsets import own_test_set_pr
+from gpu_jobs.testsets import OWN_TEST_SET, own_test_set_pr
 from stackbot.db.models import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import FINISHED_STATES
 from stackbot.domain.retries import NotePart, note_text
@@ -89,15 +89,21 @@ class TestCell:
 
     @property
     def own_pr(self) -> int | None:
-        """The PR whose own test files this cell runs (test set ``own:N``), else None."""
+        """The PR whose own test files this cell shows (``own:N``: its part of the tree's
+        batched own-files job), else None."""
         return own_test_set_pr(self.job.test_set) if self.job else None
+
+    @property
+    def batched_own(self) -> bool:
+        """Whether this is the tree's batched job of every PR's own test files (``own``)."""
+        return self.job is not None and self.job.test_set == OWN_TEST_SET
 
     @property
     def main_text(self) -> str:
         if self.baseline:
             return self.baseline.counts_text
         # A PR's own files with no baseline: main has none of them (no baseline is made).
-        return "new files" if self.own_pr is not None else "not run"
+        return "new files" if self.own_pr is not None or self.batched_own else "not run"
 
     @property
     def text(self) -> str:
