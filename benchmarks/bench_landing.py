@@ -7,19 +7,21 @@ confirmations of flaky failures, bisection), job creation and reuse of identical
 ``poll_jobs``. What is modelled: GitHub (:class:`SimGitHub`, in memory: merges with the head
 SHA check, retargets, GitHub closing a PR whose base branch is deleted, comments; each write
 costs 0.75 s of simulated time, GitHub's 80 content writes a minute), the integration's trees
-(``integrate`` replaced by :func:`sim_integrate`: a tree is the set of PR versions merged into
+(``integrate`` replaced by :meth:`World.integrate`: a tree is the set of PR versions merged into
 it, so identical merges give identical trees, as git's do; the runs it makes are the real
 integrate's: a stack run per PR and the series run, or the gate run a landing asks for) and the
 GPU executor (``benchmarks/plan_sim.py``'s ``TimingExecutor``: amax-group 1x4 10 min, 2x4 15
 min, blockwise-recipe 1x4 5 min, on ``--nodes`` nodes of 4 GPUs).
 
 Traffic (the same for every policy of a run, drawn from ``--seed``): series of 1-30 PRs
-(60 % of one PR, 20 % of 2-3, 15 % of 4-10, 5 % of 11-30) arriving as a Poisson stream at
-Megatron-LM's rate of 8 merged PRs a day, a day in five a peak day of 24; ``--fail-rate`` of
-the series carry a PR that breaks a test (fixed by a new push ``--fix-hours`` later, then the
-rest of the series is landed again), ``--flaky-rate`` a PR whose test fails on a tree's first
-run only; main moves under the queue ``--main-pushes`` times a day (commits that are not
-landings). ``/stackbot land`` is asked when a series arrives.
+(``--sizes skewed``: 60 % of one PR, 20 % of 2-3, 15 % of 4-10, 5 % of 11-30; ``uniform``:
+1-30 alike) arriving as a Poisson stream at
+Megatron-LM's rate of 8 merged PRs a day (``--rate``), a day in five a peak day of 3x that
+(24); ``--fail-rate`` of the series carry a PR that breaks a test, ``--flaky-rate`` a PR whose
+test fails on a tree's first run only; main moves under the queue ``--main-pushes`` times a day
+(commits that are not landings). ``/stackbot land`` is asked when a series arrives; a stopped
+landing is read ``--fix-hours`` later, its broken PR fixed by a new push, and what is left of
+the series landed again.
 
 Policies: ``per-pr`` (each PR its own landing, queued in order as GitHub's merge queue takes
 them: each tested on main + the PRs ahead + itself, ``--window`` at once); ``series`` (one
@@ -34,9 +36,10 @@ Prints one JSON object per line and per policy: ``policy``, ``series``, ``landed
 ``landed_series``, ``prs_per_hour``, ``gpu_hours``, ``gpu_hours_per_landed_pr``,
 ``land_to_landed_p50_s`` and ``_p95_s`` (from ``/stackbot land`` to the series' last PR merged,
 series that landed whole), ``runs_thrown_away`` (runs whose jobs ran but whose tree never
-became main's and found no failure: speculation lost to a failure ahead, or a tree made stale
-by main moving), ``partly_landed_unaccounted`` (stopped landings with merged PRs where a PR
-lacks its account or an open PR is left on a deleted or unlanded base), ``untested_merges``
+became main's and was not the tree that stopped a landing: speculation lost to a failure ahead,
+or a tree made stale by main moving or a push), ``partly_landed_unaccounted`` (stopped
+landings with merged PRs where a PR lacks its account or an open PR is left on a deleted or
+unlanded base), ``untested_merges``
 (PRs merged by a landing whose landed tree is not the tested tree, or whose head is not the
 tested head), ``prs_closed_by_base_deletion``, ``merge_group_jobs_on_tested_trees`` (GPU jobs
 started on a tree and configuration that already had a passed job: with the GitHub merge queue
@@ -125,7 +128,9 @@ class Traffic:
     main_pushes: tuple[float, ...]
 
 
-def _size(rng: random.Random) -> int:
+def _size(rng: random.Random, sizes: str) -> int:
+    if sizes == "uniform":
+        return rng.randint(1, 30)
     draw = rng.random()
     if draw < 0.60:
         return 1
@@ -151,11 +156,13 @@ def make_traffic(args: argparse.Namespace) -> Traffic:
         if int(now // 86400) != day:
             day = int(now // 86400)
             peak = rng.random() < 0.2
-            rate = (24.0 if peak else 8.0) / MEAN_SIZE / 86400.0  # series a second
+            merges = args.rate * (3.0 if peak else 1.0)  # merged PRs that day
+            mean = MEAN_SIZE if args.sizes == "skewed" else 15.5
+            rate = merges / mean / 86400.0  # series a second
         now += rng.expovariate(rate)
         if now >= end:
             break
-        prs = tuple(range(number, number + _size(rng)))
+        prs = tuple(range(number, number + _size(rng, args.sizes)))
         number += len(prs) + 1
         broken = rng.choice(prs) if rng.random() < args.fail_rate else None
         flaky = rng.choice(prs) if rng.random() < args.flaky_rate else None
@@ -687,10 +694,22 @@ def _measure(
         session.expunge_all()
     landed_prs = sum(1 for r in rows for e in landing_store.entries_of(r) if e.state == "merged")
     durations = [s.landed_at - s.arrival.at for s in states.values() if s.landed_at is not None]
-    # Runs thrown away: jobs ran, the tree never became main's, and it found no failure.
+    # Runs thrown away: jobs ran, the tree never became main's nor stopped a landing.
     original = [j for j in jobs if j.reused_from_job_id is None and j.kind != "baseline"]
     with_jobs = {j.integration_run_id for j in original}
-    failing_runs = {f.run_id for f in findings if f.failure_class == "new"}
+    # A failing run counts as used when it is a stopped landing's own tree (what stopped it).
+    stopped_trees = {
+        frozenset(e.number for e in landing_store.entries_of(r))
+        for r in rows
+        if r.state == LandingState.STOPPED
+    }
+    failing_runs = {
+        f.run_id
+        for f in findings
+        if f.failure_class == "new"
+        and f.run_id in runs
+        and frozenset(int(n) for n in runs[f.run_id].heads) in stopped_trees
+    }
     thrown = [
         rid
         for rid in with_jobs
@@ -778,6 +797,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hours", type=float, default=48.0, help="hours of traffic")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--policy", choices=[*POLICIES, "all"], default="all")
+    parser.add_argument("--rate", type=float, default=8.0, help="merged PRs a day (a peak day: 3x)")
+    parser.add_argument(
+        "--sizes",
+        choices=["skewed", "uniform"],
+        default="skewed",
+        help="series sizes: skewed (60%% of one PR) or uniform over 1-30",
+    )
     parser.add_argument("--fail-rate", type=float, default=0.15, help="series with a real failure")
     parser.add_argument("--flaky-rate", type=float, default=0.10, help="series with a flaky test")
     parser.add_argument("--fix-hours", type=float, default=2.0)
@@ -787,8 +813,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", choices=["sqlite", "postgresql"], default="sqlite")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    if args.hours <= 0:
-        parser.error("--hours must be more than 0")
+    if args.hours <= 0 or args.rate <= 0:
+        parser.error("--hours and --rate must be more than 0")
     for name in ("fail_rate", "flaky_rate"):
         if not 0 <= getattr(args, name) <= 1:
             parser.error(f"--{name.replace('_', '-')} must be between 0 and 1")
