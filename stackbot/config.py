@@ -107,6 +107,9 @@ class LandingSettings(BaseModel):
     merge_method: Literal["merge", "squash", "rebase"] = "merge"
     # How long a landing waiting for its tree's tests waits before it looks again.
     recheck_s: float = Field(default=30.0, gt=0)
+    # The gate: how many landings of a repository are tested at once, each on top of the ones
+    # ahead of it (1: one at a time, no speculation).
+    window: int = Field(default=3, ge=1)
 
     def method_for(self, repo: str) -> str:
         return self.merge_methods.get(repo, self.merge_method)

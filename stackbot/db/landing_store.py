@@ -41,6 +41,17 @@ def active_landing(session: Session, *, repo_id: int, series_key: str) -> Landin
     ).first()
 
 
+def active_landings_of_repo(session: Session, *, repo_id: int) -> list[Landing]:
+    """The repository's gate: its waiting and merging landings, oldest first."""
+    return list(
+        session.exec(
+            select(Landing)
+            .where(Landing.repo_id == repo_id, col(Landing.state).in_(ACTIVE))
+            .order_by(col(Landing.id))
+        )
+    )
+
+
 def newest_landing(session: Session, *, repo_id: int, series_key: str) -> Landing | None:
     return session.exec(
         select(Landing)
@@ -143,8 +154,9 @@ def newest_matching_run(
     base_sha: str,
     heads: Mapping[int, str],
 ) -> IntegrationRun | None:
-    """The newest run of ``kind`` (a series run of ``series_key``, or the stack run of
-    ``target_pr``) made on ``base_sha`` with exactly these PR heads."""
+    """The newest run of ``kind`` (a series run of ``series_key``, the stack run of
+    ``target_pr``, or a gate run: any run of exactly these PRs in this order) made on
+    ``base_sha`` with exactly these PR heads."""
     query = select(IntegrationRun).where(
         IntegrationRun.repo_id == repo_id,
         IntegrationRun.kind == kind,
@@ -152,13 +164,28 @@ def newest_matching_run(
     )
     if kind == "series":
         query = query.where(IntegrationRun.series_key == series_key)
-    else:
+    elif kind == "stack":
         query = query.where(IntegrationRun.target_pr == target_pr)
     wanted = {str(n): sha for n, sha in heads.items()}
     for run in session.exec(query.order_by(col(IntegrationRun.id).desc()).limit(20)):
         if dict(run.heads or {}) == wanted:
             return run
     return None
+
+
+def has_series_run(session: Session, *, repo_id: int, series_key: str, base_sha: str) -> bool:
+    """Whether series ``series_key`` was integrated on ``base_sha`` (with any heads)."""
+    return (
+        session.exec(
+            select(IntegrationRun.id).where(
+                IntegrationRun.repo_id == repo_id,
+                IntegrationRun.kind == "series",
+                IntegrationRun.series_key == series_key,
+                IntegrationRun.base_sha == base_sha,
+            )
+        ).first()
+        is not None
+    )
 
 
 def tree_jobs_and_findings(session: Session, *, run_id: int) -> tuple[list[Job], list[TestFinding]]:

@@ -19,6 +19,7 @@ from stackbot.domain.types import PrNumber, Sha, TreeSha
 class RunKind(StrEnum):
     STACK = "stack"
     SERIES = "series"
+    GATE = "gate"  # a landing's tree: main + the landings ahead of it in the gate + its PRs
 
 
 class StepOutcome(StrEnum):

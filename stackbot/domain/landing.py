@@ -16,11 +16,16 @@ branch is deleted), then it is merged naming the tested head SHA, with the repos
 method. When GitHub refuses one (a new push: 409; a check or review missing, a conflict: 405),
 the landing stops there: what merged stays merged, the rest stays open and based on main (their
 parent landed, so they were retargeted), and every PR of the landing says so.
+
+Landings of one repository form a gate (:func:`gate_place`, Zuul's dependent pipeline): the
+head is tested on main, each landing behind it (``window`` at once) on main + the non-failing
+landings ahead + its own PRs, in parallel; only the head merges; a landing whose tree failed is
+left out of the trees behind it and stopped once nothing is ahead of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
@@ -164,3 +169,81 @@ def stop_cause(reason: str | None) -> str:
     if "outside the landing" in text:
         return "closed"
     return "other"
+
+
+# -- the gate: landings of one repository queue like Zuul's dependent pipeline -----------------
+
+EvidenceState = Literal["green", "testing", "failed", "untested"]
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """One active landing in its repository's queue (oldest first): the PRs it still has to
+    merge, bottom first, and whether it is merging now."""
+
+    landing_id: int
+    prs: tuple[int, ...]
+    merging: bool = False
+
+
+@dataclass(frozen=True)
+class GatePlace:
+    """Where a landing stands in the gate, and the tree it is tested on.
+
+    ``ahead`` are the landings ahead of it that it is tested on top of (the nearest non-failing
+    ones, oldest first); ``failing_ahead`` those ahead whose own speculative tree failed: it is
+    tested without them (they are taken out once everything ahead of them is done).
+    ``prs`` is its speculative tree: the PRs of ``ahead`` then its own, merged on main in that
+    order. ``in_window``: whether it is near enough the head to be tested now."""
+
+    position: int
+    ahead: tuple[int, ...]
+    failing_ahead: tuple[int, ...]
+    prs: tuple[int, ...]
+    in_window: bool
+    merging_ahead: int | None = None  # a landing ahead that is merging now: wait for it
+
+    @property
+    def at_head(self) -> bool:
+        """Nothing is ahead of it any more: it may merge once its own tree is green."""
+        return not self.ahead and not self.failing_ahead and self.merging_ahead is None
+
+
+def gate_place(
+    queue: Sequence[QueueItem],
+    landing_id: int,
+    *,
+    window: int,
+    judge: Callable[[tuple[int, ...]], EvidenceState],
+) -> GatePlace:
+    """The place of ``landing_id`` in ``queue`` (the repository's active landings, oldest
+    first), as Zuul's dependent pipeline sees it: each item is tested on main + the non-failing
+    items ahead of it + itself; an item whose tree failed (``judge`` of the PRs of its tree, in
+    merge order) is left out of the trees behind it. ``judge`` is asked only of the items
+    ahead, in order, so a failure far ahead changes every tree behind it."""
+    stacked: list[int] = []
+    ahead: list[int] = []
+    failing: list[int] = []
+    merging: int | None = None
+    for item in queue:
+        if item.landing_id == landing_id:
+            position = len(ahead)
+            return GatePlace(
+                position=position,
+                ahead=tuple(ahead),
+                failing_ahead=tuple(failing),
+                prs=(*stacked, *item.prs),
+                in_window=position < max(1, window),
+                merging_ahead=merging,
+            )
+        if item.merging:
+            merging = item.landing_id  # its merges move main: nothing behind it is judged now
+            ahead.append(item.landing_id)
+            stacked.extend(item.prs)
+            continue
+        if len(ahead) < max(1, window) and judge((*stacked, *item.prs)) == "failed":
+            failing.append(item.landing_id)
+            continue
+        ahead.append(item.landing_id)
+        stacked.extend(item.prs)
+    raise ValueError(f"landing {landing_id} is not in the queue")

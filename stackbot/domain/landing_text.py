@@ -30,7 +30,11 @@ class LandingView:
 
 
 def order_text(entries: Sequence[LandingEntry]) -> str:
-    return " → ".join(f"#{e.number}" for e in entries)
+    return order_text_of([e.number for e in entries])
+
+
+def order_text_of(numbers: Sequence[int]) -> str:
+    return " → ".join(f"#{n}" for n in numbers)
 
 
 def landing_reply(view: LandingView) -> str:

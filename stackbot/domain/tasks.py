@@ -153,6 +153,9 @@ class Integrate(Payload):
     series_key: SeriesKey | None
     number: PrNumber | None
     reason: str = ""
+    # A landing's speculative tree (the gate): exactly these PRs, in this order, merged on the
+    # base at their current heads and tested as one tree; empty: the series as planned.
+    gate: tuple[PrNumber, ...] = ()
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Self:
@@ -162,6 +165,8 @@ class Integrate(Payload):
         return task
 
     def dedupe_key(self) -> str | None:
+        if self.gate:
+            return f"{self.KIND}:{self.repo}:gate:{'-'.join(str(n) for n in self.gate)}"
         return f"{self.KIND}:{self.repo}:{self.series_key or f'pr-#{self.number}'}"
 
 

@@ -11,6 +11,7 @@ results of identical trees) and the baseline jobs on the base commit, then asks 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,7 +98,10 @@ def integrate(
         for r in records
     }
     lone = task.number
-    planned = plan_series(graph, states, series_key=task.series_key, lone_pr=lone)
+    if task.gate:
+        planned = _gate_plan(task.gate, states)
+    else:
+        planned = plan_series(graph, states, series_key=task.series_key, lone_pr=lone)
     outcome = IntegrateOutcome(affected=affected)
     if not planned:
         return outcome
@@ -154,6 +158,19 @@ def integrate(
                 j.id for j in jobs_store.jobs_of_runs(session, run_ids=tested) if j.id is not None
             ]
     return outcome
+
+
+def _gate_plan(prs: Sequence[PrNumber], states: Mapping[int, PrState]) -> list[PlannedRun]:
+    """A landing's speculative tree as one run: exactly ``prs`` in this order (each depending on
+    the one before it: a conflict skips the rest), named by the PRs and their heads so that an
+    identical tree asked again is the same run. Nothing when a PR of it is no longer live."""
+    if not prs or any(not (s := states.get(int(n))) or not s.live for n in prs):
+        return []
+    digest = hashlib.sha1(
+        " ".join(f"{n}:{states[int(n)].head_sha}" for n in prs).encode()
+    ).hexdigest()
+    depends = {n: (prs[i - 1],) for i, n in enumerate(prs) if i}
+    return [PlannedRun("gate", f"gate-{digest[:16]}", tuple(prs), None, depends)]
 
 
 def _run_once(
@@ -335,7 +352,7 @@ def handle_integrate(ctx: ServiceContext, task: Integrate) -> None:
         ctx.enqueue_task(PollJobs())
     if outcome.affected:
         ctx.enqueue_task(Report.of(task.repo, outcome.affected))
-    if task.series_key is not None and outcome.run_ids:
+    if task.series_key is not None and outcome.run_ids and not task.gate:
         # After the reports: the matrix is for the dashboard, and costs a merge per pair.
         ctx.enqueue_task(ConflictMatrix(task.repo, task.series_key))
 

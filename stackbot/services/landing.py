@@ -8,6 +8,11 @@ be integrated (the integration reuses every result of an identical tree). Mergin
 even when the task is redone: each merged PR is written to the landing before the next one is
 touched, and a PR GitHub already shows merged is not merged again. A cancel is read before each
 merge. Nothing here pushes to a contributor's branch.
+
+Behind other landings of the repository (the gate), a landing asks for its speculative tree
+(main + the landings ahead + its PRs) as a ``gate`` integration and waits for them to land; when
+the head lands, the next one's tree on the new main is the one it was tested on, so the
+integration of it reuses every result.
 """
 
 from __future__ import annotations
@@ -21,15 +26,24 @@ from stackbot.adapters.github_errors import GitHubRejected
 from stackbot.db import dashboard_store, landing_store
 from stackbot.db.engine import session_scope
 from stackbot.domain.landing import (
+    EvidenceState,
+    GatePlace,
     LandingEntry,
     LandingState,
+    QueueItem,
     TreeEvidence,
     approvers,
     blockers,
+    gate_place,
     mark,
     refusal_note,
 )
-from stackbot.domain.landing_text import LANDING_MARKER, LandingView, landing_comment
+from stackbot.domain.landing_text import (
+    LANDING_MARKER,
+    LandingView,
+    landing_comment,
+    order_text_of,
+)
 from stackbot.domain.records import PrRecord
 from stackbot.domain.tasks import Integrate, Land
 from stackbot.domain.types import PrNumber, RepoName, SeriesKey
@@ -82,7 +96,13 @@ def _wait_or_start(
 ) -> float | None:
     """Check what the landing waits for; None when it may merge now (state set to merging),
     else the delay before it looks again (or it stopped: nothing to wait for, None is not
-    returned then but the state is no longer active)."""
+    returned then but the state is no longer active).
+
+    The landing's place in its repository's gate decides which tree that is
+    (:func:`stackbot.domain.landing.gate_place`): at the head of the gate its own PRs on main;
+    behind other landings, main + the non-failing landings ahead + its own PRs (a gate run).
+    Only the head merges; a failed tree stops the landing only at the head (behind, a landing
+    ahead that fails too is taken out and this one is tested again without it)."""
     recheck = ctx.settings.landing.recheck_s
     pulls = {e.number: client.get_pull(task.repo, PrNumber(e.number)) for e in landing.entries}
     gone = [n for n, p in pulls.items() if not p.is_open]
@@ -93,31 +113,56 @@ def _wait_or_start(
     heads = {n: p.head_sha for n, p in pulls.items()}
     main_sha = client.branch_sha(task.repo, base_ref)
     entries = [LandingEntry(e.number, heads[e.number]) for e in landing.entries]
-    numbers = [e.number for e in entries]
-    evidence = tested_tree(
-        ctx.engine,
-        repo_id=landing.repo_id,
-        series_key=landing.series_key,
-        numbers=numbers,
-        heads=heads,
-        main_sha=main_sha,
-        whole_series=landing.up_to is None,
-    )
+    own = tuple(e.number for e in entries)
+    queue, known_heads, own_trees = _gate_queue(ctx, landing, own, heads)
+
+    def judge(prs: tuple[int, ...]) -> EvidenceState:
+        return _evidence(ctx, landing, prs, known_heads, main_sha, own_trees).state
+
+    place = gate_place(queue, landing.id, window=ctx.settings.landing.window, judge=judge)
+    ahead_text = _ahead_text(queue, place)
+    if place.merging_ahead is not None or not place.in_window:
+        why = (
+            f"the landing ahead of it ({ahead_text}) to finish merging"
+            if place.merging_ahead is not None
+            else f"its turn in the gate: {place.position} landing(s) ahead ({ahead_text}), "
+            f"{ctx.settings.landing.window} tested at once"
+        )
+        _save(ctx, landing.id, entries=entries, main_sha=main_sha, waiting_for=why)
+        return recheck
+    evidence = _evidence(ctx, landing, place.prs, known_heads, main_sha, own_trees)
     if evidence.state == "failed":
-        _stop(ctx, landing.id, f"the tree to land was not tested green: {evidence.detail}")
-        return None
+        if place.at_head:
+            _stop(ctx, landing.id, f"the tree to land was not tested green: {evidence.detail}")
+            return None
+        why = (
+            f"the landings ahead of it ({ahead_text}): its tree failed on top of them "
+            f"({evidence.detail}); it is taken out once they land, or tested again without "
+            "any of them that fails"
+        )
+        _save(ctx, landing.id, entries=entries, main_sha=main_sha, waiting_for=why)
+        return recheck
     if evidence.state != "green":
-        asked_before = landing.main_sha == main_sha and list(landing.entries) == entries
-        if not asked_before:
-            ctx.enqueue_task(
-                Integrate(task.repo, SeriesKey(landing.series_key), None, reason="landing")
-            )
+        if evidence.state == "untested":
+            ctx.enqueue_task(_integration(ctx, task, landing, place.prs, evidence, main_sha))
         _save(
             ctx,
             landing.id,
             entries=entries,
             main_sha=main_sha,
-            waiting_for=_waiting(evidence, main_sha, base_ref),
+            waiting_for=_waiting(evidence, main_sha, base_ref, place, ahead_text),
+        )
+        return recheck
+    if not place.at_head:
+        why = f"the landings ahead of it to land ({ahead_text}); its tree on top of them passed"
+        _save(
+            ctx,
+            landing.id,
+            entries=entries,
+            main_sha=main_sha,
+            waiting_for=why,
+            tested_run_id=evidence.run_id,
+            tested_tree=evidence.tree,
         )
         return recheck
     needs = _protection_needs(client, task.repo, base_ref, pulls)
@@ -137,8 +182,100 @@ def _wait_or_start(
     return None
 
 
-def _waiting(evidence: TreeEvidence, main_sha: str, base_ref: str) -> str:
-    return f"the tree to land to be tested on `{base_ref}` at `{main_sha[:10]}`: {evidence.detail}"
+def _gate_queue(
+    ctx: ServiceContext, landing: _Landing, own: tuple[int, ...], heads: Mapping[int, str]
+) -> tuple[list[QueueItem], dict[int, str], dict[tuple[int, ...], tuple[str, bool]]]:
+    """The repository's gate (active landings, oldest first) with each one's PRs still to
+    merge, the heads they were last seen at (this landing's: now), and each landing's own tree
+    → its series and whether it is the whole series."""
+    with session_scope(ctx.engine, immediate=False) as session:
+        rows = landing_store.active_landings_of_repo(session, repo_id=landing.repo_id)
+        queue: list[QueueItem] = []
+        known: dict[int, str] = {}
+        trees: dict[tuple[int, ...], tuple[str, bool]] = {}
+        for row in rows:
+            assert row.id is not None
+            if row.id == landing.id:
+                prs = own
+                known.update(heads)
+            else:
+                pending = [e for e in landing_store.entries_of(row) if e.state != "merged"]
+                prs = tuple(e.number for e in pending)
+                known.update({e.number: e.head_sha for e in pending})
+            trees[prs] = (row.series_key, row.up_to is None)
+            merging = row.state == LandingState.MERGING.value
+            queue.append(QueueItem(row.id, prs, merging))
+    if all(item.landing_id != landing.id for item in queue):
+        queue.append(QueueItem(landing.id, own))  # cancelled meanwhile: judged as the last
+        trees[own] = (landing.series_key, landing.up_to is None)
+    return queue, known, trees
+
+
+def _evidence(
+    ctx: ServiceContext,
+    landing: _Landing,
+    prs: tuple[int, ...],
+    heads: Mapping[int, str],
+    main_sha: str,
+    own_trees: Mapping[tuple[int, ...], tuple[str, bool]],
+) -> TreeEvidence:
+    """The evidence of one tree of the gate: a landing's own PRs alone on main (its series or
+    stack run, or a gate run of them), or a speculative tree (a gate run)."""
+    series_key, whole = own_trees.get(prs, (landing.series_key, False))
+    return tested_tree(
+        ctx.engine,
+        repo_id=landing.repo_id,
+        series_key=series_key,
+        numbers=list(prs),
+        heads={n: heads[n] for n in prs},
+        main_sha=main_sha,
+        whole_series=whole,
+        gate=prs not in own_trees,
+    )
+
+
+def _own(landing: _Landing) -> tuple[int, ...]:
+    return tuple(e.number for e in landing.entries if e.state != "merged")
+
+
+def _integration(
+    ctx: ServiceContext,
+    task: Land,
+    landing: _Landing,
+    prs: tuple[int, ...],
+    evidence: TreeEvidence,
+    main_sha: str,
+) -> Integrate:
+    """What to integrate for a tree nobody tested: the series, when the landing is the whole
+    series alone on main and the series has no run on this main yet (what every integration of
+    it makes); else exactly the tree's PRs as a gate run (a tree behind other landings, a
+    prefix, or a series whose PRs are no longer the landing's)."""
+    series = SeriesKey(landing.series_key)
+    if prs == _own(landing) and landing.up_to is None and evidence.run_id is None:
+        with session_scope(ctx.engine, immediate=False) as session:
+            made = landing_store.has_series_run(
+                session, repo_id=landing.repo_id, series_key=landing.series_key, base_sha=main_sha
+            )
+        if not made:
+            return Integrate(task.repo, series, None, reason="landing")
+    return Integrate(
+        task.repo, series, None, reason="landing", gate=tuple(PrNumber(n) for n in prs)
+    )
+
+
+def _ahead_text(queue: Sequence[QueueItem], place: GatePlace) -> str:
+    by_id = {item.landing_id: item for item in queue}
+    ahead = [*place.ahead, *place.failing_ahead]
+    return "; ".join(order_text_of(by_id[i].prs) for i in ahead if i in by_id) or "none"
+
+
+def _waiting(
+    evidence: TreeEvidence, main_sha: str, base_ref: str, place: GatePlace, ahead_text: str
+) -> str:
+    where = f"`{base_ref}` at `{main_sha[:10]}`"
+    if place.ahead:
+        where += f" with the landings ahead of it ({ahead_text})"
+    return f"the tree to land to be tested on {where}: {evidence.detail}"
 
 
 def _protection_needs(
@@ -180,12 +317,17 @@ def _merge_all(
         if not pending:
             _finish(ctx, client, repo, landing, base_ref)
             return
-        if not _merge_one(ctx, client, repo, landing, pending[0]):
+        if not _merge_one(ctx, client, repo, landing, pending[0], base_ref):
             return
 
 
 def _merge_one(
-    ctx: ServiceContext, client: GitHubPort, repo: RepoName, landing: _Landing, entry: LandingEntry
+    ctx: ServiceContext,
+    client: GitHubPort,
+    repo: RepoName,
+    landing: _Landing,
+    entry: LandingEntry,
+    base_ref: str,
 ) -> bool:
     number = PrNumber(entry.number)
     pull = client.get_pull(repo, number)
@@ -194,6 +336,12 @@ def _merge_one(
         return True
     if pull.head_sha != entry.head_sha:
         _refused(ctx, landing, entry, "a new push: its head is no longer the tested one")
+        return False
+    if pull.base_ref != base_ref:
+        # Its parent did not land (and so did not retarget it): merging would land it into
+        # the parent's branch, not into the tested tree on the base.
+        note = f"based on `{pull.base_ref}`, not `{base_ref}`: its parent has not landed"
+        _refused(ctx, landing, entry, note)
         return False
     _retarget_children(client, repo, pull)
     try:

@@ -39,18 +39,33 @@ def tested_tree(
     heads: Mapping[int, str],
     main_sha: str,
     whole_series: bool,
+    gate: bool = False,
 ) -> TreeEvidence:
-    """Whether the tree of ``numbers`` at ``heads`` merged onto ``main_sha`` was tested green."""
+    """Whether the tree of ``numbers`` at ``heads`` merged onto ``main_sha`` was tested green.
+
+    ``gate``: ``numbers`` is a speculative tree (the landings ahead in the gate, then this
+    one), found only as a gate run of exactly those PRs. Otherwise the series run (the whole
+    series) or the stack run of the last PR (a prefix) answers, or a gate run of exactly
+    ``numbers`` (what a landing asks for when the test plan gave its tree no run of its own)."""
+    kinds = ["gate"] if gate else ["series" if whole_series else "stack", "gate"]
     with session_scope(engine, immediate=False) as session:
-        run = landing_store.newest_matching_run(
-            session,
-            repo_id=repo_id,
-            kind="series" if whole_series else "stack",
-            series_key=series_key,
-            target_pr=numbers[-1] if numbers else None,
-            base_sha=main_sha,
-            heads={n: heads[n] for n in numbers},
-        )
+        found = [
+            run
+            for kind in kinds
+            if (
+                run := landing_store.newest_matching_run(
+                    session,
+                    repo_id=repo_id,
+                    kind=kind,
+                    series_key=series_key,
+                    target_pr=numbers[-1] if numbers else None,
+                    base_sha=main_sha,
+                    heads={n: heads[n] for n in numbers},
+                )
+            )
+            is not None
+        ]
+        run = max(found, key=lambda r: r.id or 0) if found else None
         if run is None or run.id is None:
             return TreeEvidence("untested", detail="its integration on the current main")
         if run.status in ("pending", "running"):
@@ -59,7 +74,12 @@ def tested_tree(
             why = "a conflict" if run.status == "conflict" else "an integration error"
             return TreeEvidence("failed", run.id, detail=f"its integration ended in {why}")
         jobs, findings = landing_store.tree_jobs_and_findings(session, run_id=run.id)
-        return _judge(run.id, run.final_tree, jobs, findings)
+        evidence = _judge(run.id, run.final_tree, jobs, findings)
+        if evidence.state == "testing" and not jobs and run.kind != "gate":
+            # The test plan gave this run no jobs (a prefix under series-first): the landing
+            # asks for its exact tree as a gate run, which is tested.
+            return TreeEvidence("untested", run.id, run.final_tree, "its tree to be tested")
+        return evidence
 
 
 def _judge(

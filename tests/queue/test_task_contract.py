@@ -24,6 +24,7 @@ EXAMPLES: list[tasks.TaskPayload] = [
     tasks.Integrate("o/r", "#6307", 8034, "pushed"),
     tasks.Integrate("o/r", None, 8050, ""),
     tasks.Integrate("o/r", "#6307", None, "main moved"),
+    tasks.Integrate("o/r", "#6307", None, "landing", gate=(8034, 8035, 8748)),
     tasks.PollJobs(),
     tasks.BaseMoved("o/r", "refs/heads/main", "main", "a" * 40),
     tasks.Retest("o/r", 8034, test_set="amax-group"),
