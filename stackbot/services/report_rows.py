@@ -29,8 +29,25 @@ def run_test_rows(
     run_id = run.id
     jobs = read_batch.jobs_of_run(session, run_id)
     common, own_by_pr = memo(session, ("newest jobs", run_id), lambda: _newest_jobs(jobs))
-    # a PR's own test files: on that PR only
-    newest = {**common, **(own_by_pr.get(number, {}) if number is not None else {})}
+    # a PR's own test files: on that PR only; every other PR sees the same rows
+    own = number if number is not None and number in own_by_pr else None
+    newest = {**common, **own_by_pr[own]} if own is not None else common
+    return memo(
+        session,
+        ("test rows", run_id, base_url, own),
+        lambda: _test_rows(session, run, base_url, jobs, newest),
+    )
+
+
+def _test_rows(
+    session: Session,
+    run: IntegrationRun,
+    base_url: str,
+    jobs: Sequence[Job],
+    newest: dict[tuple[str, str], Job],
+) -> tuple[tuple[TestRow, ...], str | None]:
+    assert run.id is not None
+    run_id = run.id
     baselines = run_baselines(session, run)
     read_batch.prefetch_results(session, [*newest.values(), *baselines.values()])
     links = memo(session, ("retry links", run_id), lambda: _RetryLinks.of(jobs))
