@@ -17,6 +17,7 @@ import argparse
 import base64
 import sys
 import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -29,7 +30,7 @@ from stackbot.adapters.http_server import BackgroundServer
 from stackbot.config import load_settings
 from stackbot.db import migrate
 from stackbot.db.engine import make_engine, session_scope
-from stackbot.db.models import Series
+from stackbot.db.models import QuarantineEntry, Series
 from stackbot.web import dashboard, exposure
 from tests.support.browser import CHROMIUM_FLAGS, chromium_path
 from tests.support.dashboard_data import seed_series
@@ -45,6 +46,7 @@ PAGES = {
     "series list": "/",
     "GPU-hours": "/series/6307/gpu",
     "flaky tests": "/series/6307/flaky",
+    "quarantined tests": "/quarantine",
     "tasks": "/tasks",
     "disk": "/maintenance",
 }
@@ -68,6 +70,7 @@ def serve(tmp: Path) -> tuple[BackgroundServer, FastAPI]:
             "with_base": {},
         }
         session.add(series)
+        session.add(quarantined(series.repo_id))
     settings = load_settings(data_dir=tmp / "data", public_url="http://bot.test")
     app = FastAPI(docs_url=None, redoc_url=None)
     app.state.engine = engine
@@ -75,6 +78,24 @@ def serve(tmp: Path) -> tuple[BackgroundServer, FastAPI]:
     exposure.install(app, settings)
     dashboard.install(app)
     return BackgroundServer(port=0, name="screenshots"), app
+
+
+def quarantined(repo_id: int) -> QuarantineEntry:
+    """A test quarantined on the evidence of three flaky runs (the jobs of the seeded series)."""
+    started = datetime.now(UTC) - timedelta(days=2)
+    return QuarantineEntry(
+        repo_id=repo_id,
+        nodeid="tests/unit_tests/transformer/test_attention.py::test_gpt2_bf16_allreduce[tp2-pp1]",
+        state="active",
+        reason="evidence",
+        started_at=started,
+        expires_at=started + timedelta(days=30),
+        evidence=[
+            {"test_set": "amax-group", "shape": "2x4", "failed_job": n, "passed_job": n + 1}
+            for n in (4, 11, 25)
+        ],
+        owners=["alice", "bob"],
+    )
 
 
 def sheet(browser: object, shots: dict[str, bytes], width: int, columns: int, out: Path) -> None:

@@ -132,14 +132,17 @@ def approval_vetters(
     ).all()
 
 
-def edges_from(
-    session: Session, *, repo_id: int, children: Collection[int]
-) -> Sequence[DependencyEdge]:
-    """The edges whose child is one of ``children``."""
-    return session.exec(
-        select(DependencyEdge).where(
-            DependencyEdge.repo_id == repo_id, col(DependencyEdge.child).in_(children)
-        )
+def edges_from(session: Session, *, repo_id: int, children: Collection[int]) -> Sequence[Row[Any]]:
+    """The edges whose child is one of ``children``: rows of ``child``, ``parent``, ``source``,
+    ``text`` and ``origin`` (columns, not ORM objects: a 500-PR series has 500 of them)."""
+    return session.execute(
+        select_columns(
+            col(DependencyEdge.child),
+            col(DependencyEdge.parent),
+            col(DependencyEdge.source),
+            col(DependencyEdge.text),
+            col(DependencyEdge.origin),
+        ).where(col(DependencyEdge.repo_id) == repo_id, col(DependencyEdge.child).in_(children))
     ).all()
 
 

@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import Row, delete
+from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -70,6 +71,26 @@ def list_pulls(session: Session, *, repo_id: int, open_only: bool = False) -> li
     if open_only:
         statement = statement.where(PullRequest.state == "open")
     return list(session.exec(statement.order_by(col(PullRequest.number))))
+
+
+def pull_heads(session: Session, *, repo_id: int) -> list[Row[Any]]:
+    """Every PR of the repository by number, with only what a report view reads of it (a PR's
+    body, commits and comments can be large): rows of ``number``, ``title``, ``state``,
+    ``draft``, ``merged``, ``superseded_by`` and ``head_sha``."""
+    statement = (
+        select_columns(
+            col(PullRequest.number),
+            col(PullRequest.title),
+            col(PullRequest.state),
+            col(PullRequest.draft),
+            col(PullRequest.merged),
+            col(PullRequest.superseded_by),
+            col(PullRequest.head_sha),
+        )
+        .where(col(PullRequest.repo_id) == repo_id)
+        .order_by(col(PullRequest.number))
+    )
+    return list(session.execute(statement).all())
 
 
 def save_pull(session: Session, *, repo_id: int, record: PrRecord) -> PullRequest:
@@ -362,6 +383,30 @@ def approvals_of_prs(
     )
     for approval in session.exec(statement):
         found[approval.pr_number].append(approval)
+    return found
+
+
+def approval_rows_of_prs(
+    session: Session, *, repo_id: int, numbers: Sequence[int]
+) -> dict[int, list[Row[Any]]]:
+    """:func:`approvals_of_prs` as rows of ``sha``, ``vetter``, ``kind`` and ``carried_from``
+    (what a report view reads; columns, not ORM objects: a 500-PR series has hundreds)."""
+    found: dict[int, list[Row[Any]]] = {n: [] for n in numbers}
+    if not found:
+        return found
+    statement = (
+        select_columns(
+            col(Approval.pr_number),
+            col(Approval.sha),
+            col(Approval.vetter),
+            col(Approval.kind),
+            col(Approval.carried_from),
+        )
+        .where(col(Approval.repo_id) == repo_id, col(Approval.pr_number).in_(sorted(found)))
+        .order_by(col(Approval.id))
+    )
+    for row in session.execute(statement):
+        found[row.pr_number].append(row)
     return found
 
 

@@ -1,37 +1,114 @@
 """What one read of many PR views shares, read once: a memo that lives in the SQLAlchemy
 session for the duration of a batch (see :func:`stackbot.services.report_views.build_report_views`).
 Outside a batch every lookup reads the database, so a session that writes between two reports
-never sees a stale value."""
+never sees a stale value.
+
+A batch may also be given a :class:`SharedMemo` (the dashboard's): what is derived only from
+the integration runs, their steps, jobs, test results and findings (:data:`RUN_TABLES`; the
+memo keys of :data:`RUN_KEYS`) is then kept across batches while those tables' own read clocks
+(:func:`stackbot.db.read_clock.table_ticks`) stand still. A write to a PR, an approval or an
+edge recomputes the verdicts, not 5,000 jobs' rows; a write to a job recomputes everything."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sqlmodel import Session
 
-from stackbot.db import integration_store, jobs_store
+from stackbot.db import integration_store, jobs_store, read_clock
 from stackbot.db.models import IntegrationStep, Job
 from stackbot.domain.comparison import TestOutcomes
 from stackbot.domain.job_outcomes import job_outcomes
 
 T = TypeVar("T")
 MEMO = "stackbot.report_views.batch"
+SHARED = "stackbot.report_views.shared"
+
+#: The tables the values of :data:`RUN_KEYS` are derived from, and only these.
+RUN_TABLES = ("integration_runs", "integration_steps", "jobs", "test_results", "test_findings")
+#: The kinds of memo keys (a key's first item) whose values read nothing but :data:`RUN_TABLES`
+#: (and what the key itself holds: a run id, a PR's number and head, the settings used).
+RUN_KEYS = frozenset(
+    {
+        "stack run",  # the newest stack run of (PR, head)
+        "series run",  # the newest run of a series key
+        "jobs",
+        "steps",
+        "results",
+        "outcomes",
+        "job",
+        "baselines",
+        "baselines on",
+        "newest jobs",
+        "retry links",
+        "test rows",
+        "integration view",
+        "findings",
+        "merged steps",
+        "tree jobs by set",
+        "latest stack runs",
+        "cells",
+        "run summary",
+        "run steps",
+        "latest series run",
+    }
+)
+
+
+class SharedMemo:
+    """The values of :data:`RUN_KEYS`, kept across batches while the clocks of
+    :data:`RUN_TABLES` read the same ticks as when they were computed.
+
+    Why it is exact: a batch reads the clocks before it reads any row; a value computed in a
+    batch that read ticks ``t`` holds every change committed before that read. A later batch
+    that reads the same ``t`` uses it: a change to those tables committed in between would have
+    moved a clock. Values are immutable once kept (rows already loaded, tuples, frozen views);
+    a batch that read older ticks than the kept ones gets a memo of its own."""
+
+    def __init__(self, max_values: int = 500_000) -> None:
+        self._lock = threading.Lock()
+        self._ticks: tuple[int, ...] | None = None
+        self._values: dict[tuple[Any, ...], Any] = {}
+        self._max_values = max_values
+        self.resets = 0
+
+    def values_at(self, session: Session) -> dict[tuple[Any, ...], Any]:
+        """The kept values valid at the clocks' ticks now (an empty dict to fill when they
+        moved; a private one when they read older than the kept ones or cannot be read)."""
+        ticks = read_clock.table_ticks(session, RUN_TABLES)
+        if ticks is None:
+            return {}
+        with self._lock:
+            if ticks == self._ticks and len(self._values) < self._max_values:
+                return self._values
+            if self._ticks is not None and any(
+                new < old for new, old in zip(ticks, self._ticks, strict=True)
+            ):
+                return {}  # a reader behind the kept values: they may hold what it must not
+            self._ticks, self._values = ticks, {}
+            self.resets += 1
+            return self._values
 
 
 @contextmanager
-def batch(session: Session) -> Iterator[None]:
+def batch(session: Session, shared: SharedMemo | None = None) -> Iterator[None]:
     """While building the views of many PRs in one read, what they share (the series run, its
-    jobs and their results, main's baselines, the series list) is read once."""
+    jobs and their results, main's baselines, the series list) is read once; with ``shared``,
+    what is derived from the runs' tables only is also kept for later batches."""
     if MEMO in session.info:
         yield
         return
     session.info[MEMO] = {}
+    if shared is not None:
+        session.info[SHARED] = shared.values_at(session)
     try:
         yield
     finally:
         session.info.pop(MEMO, None)
+        session.info.pop(SHARED, None)
 
 
 def memo(session: Session, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
@@ -39,13 +116,21 @@ def memo(session: Session, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
     found: dict[tuple[Any, ...], Any] | None = session.info.get(MEMO)
     if found is None:
         return compute()
+    if key[0] in RUN_KEYS:
+        kept: dict[tuple[Any, ...], Any] | None = session.info.get(SHARED)
+        if kept is not None:
+            found = kept
     if key not in found:
         found[key] = compute()
     return found[key]  # type: ignore[no-any-return]
 
 
-def memo_table(session: Session) -> dict[tuple[Any, ...], Any] | None:
-    """The batch's memo itself (None outside a batch), for preloading it."""
+def memo_table(session: Session, kind: str = "") -> dict[tuple[Any, ...], Any] | None:
+    """The memo that keys of ``kind`` are kept in (None outside a batch), for preloading it."""
+    if kind in RUN_KEYS:
+        kept: dict[tuple[Any, ...], Any] | None = session.info.get(SHARED)
+        if kept is not None:
+            return kept
     found: dict[tuple[Any, ...], Any] | None = session.info.get(MEMO)
     return found
 
@@ -90,7 +175,7 @@ def outcomes_of(session: Session, job: Job) -> TestOutcomes | None:
 
 def prefetch_results(session: Session, jobs: Sequence[Job]) -> None:
     """In a batch, the per-test rows of every job about to be shown, in one query."""
-    table = memo_table(session)
+    table = memo_table(session, "results")
     if table is None:
         return
     wanted = [j.id for j in jobs if j.id is not None and ("results", j.id) not in table]

@@ -31,6 +31,22 @@ def run_test_rows(
     assert run.id is not None
     run_id = run.id
     jobs = read_batch.jobs_of_run(session, run_id)
+    return memo(
+        session,
+        ("test rows", run_id, base_url, number),
+        lambda: _test_rows(session, run, base_url, jobs, number),
+    )
+
+
+def _test_rows(
+    session: Session,
+    run: IntegrationRun,
+    base_url: str,
+    jobs: Sequence[Job],
+    number: int | None,
+) -> tuple[tuple[TestRow, ...], str | None]:
+    assert run.id is not None
+    run_id = run.id
     common, own = memo(session, ("newest jobs", run_id), lambda: _newest_jobs(jobs))
     baselines = run_baselines(session, run)
     read_batch.prefetch_results(session, [*common.values(), *baselines.values()])

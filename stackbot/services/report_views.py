@@ -28,7 +28,6 @@ from stackbot.db.models import (
     IntegrationRun,
     IntegrationStep,
     Job,
-    PullRequest,
 )
 from stackbot.domain.integration import RunKind
 from stackbot.domain.report_view import (
@@ -52,11 +51,13 @@ class _RepoGraph:
     """What every view of one repository reads: its edges and PRs, loaded once per batch."""
 
     edges: list[DependencyEdge]
-    rows: dict[int, PullRequest]
+    rows: dict[int, Any]  # PR rows of store.pull_heads (number, title, state, head_sha, ...)
     # Each PR's parents and children, indexed once: a view per PR of a 500-PR series must
     # not scan every edge twice (that was a quarter of the series page's time).
     parents: dict[int, set[int]] = field(init=False, default_factory=dict)
     children: dict[int, set[int]] = field(init=False, default_factory=dict)
+    # Every PR's ancestors, computed once for the graph (:meth:`ancestors`).
+    _ancestors: dict[int, tuple[int, ...]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         parents: dict[int, set[int]] = defaultdict(set)
@@ -67,19 +68,36 @@ class _RepoGraph:
         object.__setattr__(self, "parents", dict(parents))
         object.__setattr__(self, "children", dict(children))
 
+    def ancestors(self, number: int) -> tuple[int, ...]:
+        """Every PR ``number`` depends on, directly or not. Walked once per PR, the ancestors
+        of a 500-PR chain were a fifth of its series page's time; here an acyclic graph's are
+        each the union of their parents' (in topological order), and a graph with a cycle is
+        walked PR by PR (:func:`_ancestors`)."""
+        if self._ancestors is None:
+            object.__setattr__(self, "_ancestors", _all_ancestors(self.parents, self.children))
+        assert self._ancestors is not None
+        found = self._ancestors.get(number)
+        return found if found is not None else _ancestors(self.parents, number)
+
 
 def build_report_views(
-    session: Session, settings: Settings, *, repo: str, numbers: Sequence[int]
+    session: Session,
+    settings: Settings,
+    *,
+    repo: str,
+    numbers: Sequence[int],
+    shared: read_batch.SharedMemo | None = None,
 ) -> list[PrReportView]:
-    """The views of many PRs of one repository, reading what they share once (a batch)."""
-    repository = store.get_repository(session, full_name=repo)
-    if repository is None or repository.id is None:
-        return []
-    graph = _RepoGraph(
-        store.list_edges(session, repo_id=repository.id),
-        {row.number: row for row in store.list_pulls(session, repo_id=repository.id)},
-    )
-    with batch(session):
+    """The views of many PRs of one repository, reading what they share once (a batch; with
+    ``shared``, what the runs' tables give is kept for later batches: :mod:`read_batch`)."""
+    with batch(session, shared):
+        repository = store.get_repository(session, full_name=repo)
+        if repository is None or repository.id is None:
+            return []
+        graph = _RepoGraph(
+            store.list_edges(session, repo_id=repository.id),
+            {row.number: row for row in store.pull_heads(session, repo_id=repository.id)},
+        )
         _preload(session, repository.id, [n for n in numbers if n in graph.rows], graph)
         views = [
             build_report_view(session, settings, repo=repo, number=n, graph=graph) for n in numbers
@@ -91,46 +109,59 @@ def _preload(session: Session, repo_id: int, numbers: list[int], graph: _RepoGra
     """Fill the batch's memo for ``numbers`` with a fixed number of queries: their series keys,
     approvals, stack runs (the newest runs of their heads), the jobs and steps of those runs
     and of the series runs, main's baselines and every shown job's per-test results. What is
-    not found here (a stack run older than the window) is read per PR as before."""
+    not found here (a stack run older than the window) is read per PR as before; what a shared
+    memo already holds is not read again."""
     table = memo_table(session)
     assert table is not None  # called inside batch()
     keys = store.series_keys_of_prs(session, repo_id=repo_id, numbers=numbers)
     for number, found in keys.items():
         table[("series keys", repo_id, number)] = found
-    for number, approvals in store.approvals_of_prs(
+    for number, approvals in store.approval_rows_of_prs(
         session, repo_id=repo_id, numbers=numbers
     ).items():
         table[("approvals", repo_id, number)] = approvals
+    stacks = memo_table(session, "stack run")
+    assert stacks is not None
     runs: list[IntegrationRun] = []
+    missing: list[int] = []
+    for number in numbers:
+        stack_key = ("stack run", repo_id, number, graph.rows[number].head_sha)
+        if stack_key in stacks:
+            if stacks[stack_key] is not None:
+                runs.append(stacks[stack_key])
+        else:
+            missing.append(number)
     window = integration_store.newest_runs_of_targets(
-        session, repo_id=repo_id, kind=RunKind.STACK, targets=numbers, limit=20 * len(numbers)
+        session, repo_id=repo_id, kind=RunKind.STACK, targets=missing, limit=20 * len(missing)
     )
     by_target: dict[int | None, list[IntegrationRun]] = defaultdict(list)
     for found_run in window:
         by_target[found_run.target_pr].append(found_run)
-    for number in numbers:
+    for number in missing:
         head = graph.rows[number].head_sha
         match = next(
             (r for r in by_target.get(number, ()) if r.heads.get(str(number)) == head),
             None,
         )
         if match is not None:
-            table[("stack run", repo_id, number, head)] = match
+            stacks[("stack run", repo_id, number, head)] = match
             runs.append(match)
-    for key in sorted({k[0] for k in keys.values() if k}):
-        series_run = _latest_run(session, repo_id, kind=RunKind.SERIES, series_key=key)
-        table[("series run", repo_id, key)] = series_run
+    for series_key in sorted({k[0] for k in keys.values() if k}):
+        series_run = _series_run(session, repo_id, series_key)
         if series_run is not None:
             runs.append(series_run)
-    run_ids = sorted({r.id for r in runs if r.id is not None})
+    kept = memo_table(session, "jobs")
+    assert kept is not None
+    run_ids = sorted({r.id for r in runs if r.id is not None and ("jobs", r.id) not in kept})
     jobs_by_run: dict[int, list[Job]] = {run_id: [] for run_id in run_ids}
     for job in sorted(jobs_store.jobs_of_runs(session, run_ids=run_ids), key=lambda j: j.id or 0):
         if job.integration_run_id in jobs_by_run:
             jobs_by_run[job.integration_run_id].append(job)
     for run_id, jobs in jobs_by_run.items():
-        table[("jobs", run_id)] = jobs
-    for run_id, steps in integration_store.steps_of_runs(session, run_ids=run_ids).items():
-        table[("steps", run_id)] = steps
+        kept[("jobs", run_id)] = jobs
+    step_ids = sorted({r.id for r in runs if r.id is not None and ("steps", r.id) not in kept})
+    for run_id, steps in integration_store.steps_of_runs(session, run_ids=step_ids).items():
+        kept[("steps", run_id)] = steps
     shown = [job for jobs in jobs_by_run.values() for job in jobs]
     for run in runs:
         shown.extend(run_baselines(session, run).values())
@@ -155,7 +186,7 @@ def build_report_view(
     if graph is None:
         graph = _RepoGraph(
             store.list_edges(session, repo_id=repo_id),
-            {row.number: row for row in store.list_pulls(session, repo_id=repo_id)},
+            {row.number: row for row in store.pull_heads(session, repo_id=repo_id)},
         )
     pr = graph.rows.get(number)
     if pr is None:
@@ -174,15 +205,7 @@ def build_report_view(
             session, repo_id, kind=RunKind.STACK, target_pr=number, head=(number, pr.head_sha)
         ),
     )
-    series_run = (
-        memo(
-            session,
-            ("series run", repo_id, series_key),
-            lambda: _latest_run(session, repo_id, kind=RunKind.SERIES, series_key=series_key),
-        )
-        if series_key
-        else None
-    )
+    series_run = _series_run(session, repo_id, series_key) if series_key else None
     generated = set(settings.generated_files)
     tests, main_sha = (
         run_test_rows(session, stack_run, base_url, number) if stack_run else ((), None)
@@ -223,12 +246,12 @@ def build_report_view(
     )
 
 
-def _ref(pr: PullRequest) -> PrRef:
+def _ref(pr: Any) -> PrRef:
     state = "merged" if pr.merged else pr.state
     return PrRef(pr.number, pr.title, state, pr.draft, pr.superseded_by)
 
 
-def _approval(session: Session, repo_id: int, pr: PullRequest) -> ApprovalView:
+def _approval(session: Session, repo_id: int, pr: Any) -> ApprovalView:
     approvals = memo(
         session,
         ("approvals", repo_id, pr.number),
@@ -253,20 +276,50 @@ def _stack(
     def refs(numbers: list[int]) -> tuple[PrRef, ...]:
         return tuple(_ref(rows[n]) if n in rows else PrRef(n, state="unknown") for n in numbers)
 
-    problems: list[str] = []
-    every_series = memo(
-        session, ("series", repo_id), lambda: store.list_series(session, repo_id=repo_id)
+    problems = memo(
+        session, ("problems", repo_id, series_key), lambda: _problems(session, repo_id, series_key)
     )
-    for series in every_series:
-        if series.key == series_key:
-            problems = [p["detail"] for p in series.problems if number in p.get("prs", ())]
     return StackView(
         series_key,
         refs(parents),
         refs(children),
-        tuple(problems),
-        _ancestors(graph.parents, number),
+        problems.get(number, ()),
+        graph.ancestors(number),
     )
+
+
+def _problems(session: Session, repo_id: int, series_key: str | None) -> dict[int, tuple[str, ...]]:
+    """The series' dependency problems by PR: the words of each problem that names the PR."""
+    found: dict[int, list[str]] = defaultdict(list)
+    for series in store.list_series(session, repo_id=repo_id):
+        if series.key == series_key:
+            found.clear()
+            for problem in series.problems:
+                for number in dict.fromkeys(problem.get("prs", ())):
+                    found[number].append(problem["detail"])
+    return {number: tuple(details) for number, details in found.items()}
+
+
+def _all_ancestors(
+    parents: dict[int, set[int]], children: dict[int, set[int]]
+) -> dict[int, tuple[int, ...]]:
+    """Every PR's ancestors in a graph without a cycle (Kahn's order: a PR after all its
+    parents); an empty dict when the graph has a cycle."""
+    nodes = set(parents) | set(children)
+    waiting = {n: len(parents.get(n, ())) for n in nodes}
+    ready = [n for n, count in waiting.items() if count == 0]
+    sets: dict[int, frozenset[int]] = {}
+    while ready:
+        n = ready.pop()
+        above = parents.get(n, ())
+        sets[n] = frozenset(above).union(*(sets[p] for p in above))
+        for child in children.get(n, ()):
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    if len(sets) < len(nodes):
+        return {}  # a cycle: walked PR by PR
+    return {n: tuple(sorted(found)) for n, found in sets.items()}
 
 
 def _ancestors(parents: dict[int, set[int]], number: int) -> tuple[int, ...]:
@@ -279,6 +332,14 @@ def _ancestors(parents: dict[int, set[int]], number: int) -> tuple[int, ...]:
                 seen.add(parent)
                 todo.append(parent)
     return tuple(sorted(seen))
+
+
+def _series_run(session: Session, repo_id: int, key: str) -> IntegrationRun | None:
+    return memo(
+        session,
+        ("series run", repo_id, key),
+        lambda: _latest_run(session, repo_id, kind=RunKind.SERIES, series_key=key),
+    )
 
 
 def _latest_run(

@@ -25,7 +25,8 @@ from stackbot.domain.graph_layout import (
     stack_order,
 )
 from stackbot.domain.verdict_kinds import Verdict, VerdictKind
-from stackbot.web import pages, readmodel
+from stackbot.web import page_cache, pages, readmodel
+from stackbot.web.fragments import Fragments
 from stackbot.web.joblogs import log_lines, tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
 from stackbot.web.readmodel.closed_children import closed_child_rows
@@ -50,6 +51,41 @@ def _ticks(text: str) -> Markup:
 
 
 TEMPLATES.env.filters["ticks"] = _ticks
+
+
+# The three smallest pieces of every page, as _macros.html exports them (pill, sha, pr): plain
+# functions, since a 500-PR series page calls them some 10,000 times.
+def _pill(state: object, text: object = None) -> Markup:
+    """``<span class="pill st-passed">passed</span>``: a state, in its words or ``text``."""
+    words = escape(text if text is not None else state)
+    return Markup(f'<span class="pill st-{escape(state)}">{words}</span>')
+
+
+def _sha(value: str | None) -> Markup:
+    """A commit's first 7 characters with the whole SHA as its title (a dash for none)."""
+    if not value:
+        return Markup('<span class="muted">—</span>')
+    return Markup(f'<code class="sha" title="{escape(value)}">{escape(value[:7])}</code>')
+
+
+def _pr(number: object) -> Markup:
+    shown = escape(number)
+    return Markup(f'<a class="pr" href="/pulls/{shown}">#{shown}</a>')
+
+
+TEMPLATES.env.globals["pill_html"] = _pill
+TEMPLATES.env.globals["sha_html"] = _sha
+TEMPLATES.env.globals["pr_html"] = _pr
+
+
+def _breakable(text: str) -> Markup:
+    """A test's node id (or a path) escaped, with a line break allowed after each ``/`` and
+    before each ``::`` only: on a phone it wraps between its parts, not inside a name."""
+    escaped = str(escape(text))
+    return Markup(escaped.replace("/", "/<wbr>").replace("::", "<wbr>::"))
+
+
+TEMPLATES.env.filters["breakable"] = _breakable
 TEMPLATES.env.filters["problem_words"] = problem_words
 TEMPLATES.env.filters["purpose_words"] = purpose_words
 # A PR's own test files as a test set's name reads: ``own:8034`` → ``#8034's own test files``
@@ -96,8 +132,15 @@ def index(request: Request) -> HTMLResponse:
 
 @router.get("/series/{slug}", response_class=HTMLResponse)
 def series(request: Request, slug: str) -> Response:
+    pieces = page_cache.of(request).fragments
+
     def render(page: readmodel.SeriesPage) -> bytes:
-        context = {"page": page, "stack": _stack_list(page), "summary": series_summary(page)}
+        context = {
+            "page": page,
+            "stack": _stack_list(page),
+            "summary": series_summary(page),
+            "rows": SeriesRows(pieces, page),
+        }
         return bytes(TEMPLATES.TemplateResponse(request, "series.html", context).body)
 
     return pages.send_series(request, slug, render, kind="series", media_type="text/html")
@@ -198,6 +241,39 @@ def series_summary(page: readmodel.SeriesPage) -> SeriesSummary:
         needing=needing,
         total=len(page.pulls),
     )
+
+
+class SeriesRows:
+    """The series page's per-PR pieces (templates/_series_rows.html), each kept in ``pieces``
+    under its exact content: a write to one PR renders that PR's pieces again, not 1,500."""
+
+    def __init__(self, pieces: Fragments, page: readmodel.SeriesPage) -> None:
+        self._pieces = pieces
+        self._macros = TEMPLATES.env.get_template("_series_rows.html").module
+        self._series_tests = page.series_tests
+        self._series_own_tests = page.series_own_tests
+        self._in_tree = page.in_series_tree if page.series_tests else set()
+
+    def node(self, item: StackItem) -> Markup:
+        return self._pieces.piece("node", self._macros.node, item)  # type: ignore[attr-defined]
+
+    def pull(self, row: readmodel.PullRow) -> Markup:
+        # a row without tests of its own shows the series tree's, when that tree holds it
+        # (the tree's test sets, then this PR's part of the batched own-files jobs)
+        series_cells = (
+            tuple(c for c in self._series_tests if c.own_pr is None and not c.batched_own)
+            + tuple(c for c in self._series_own_tests if c.own_pr == row.number)
+            if not row.tests and row.number in self._in_tree
+            else None
+        )
+        return self._pieces.piece("pull", self._macros.pull_row, row, series_cells)  # type: ignore[attr-defined]
+
+    def grid(self, row: readmodel.PullRow, labels: list[str]) -> Markup:
+        return self._pieces.piece("grid", self._macros.grid_row, row, labels)  # type: ignore[attr-defined]
+
+    def steps(self, steps: tuple[readmodel.StepRow, ...]) -> Markup:
+        """The latest series run's step table (one row per PR)."""
+        return self._pieces.piece("steps", self._macros.steps, steps)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from stackbot.db import read_clock
+from stackbot.services.read_batch import SharedMemo
+from stackbot.web.fragments import Fragments
 
 MAX_BYTES = 64 * 1024 * 1024
 _STRIPES = 64
@@ -50,6 +52,11 @@ class PageCache:
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
         self.hits = 0
         self.builds = 0
+        # What pages derive from the runs' tables only, kept across builds while those tables
+        # stand still (a PR's title changed: the page is built again, its 5,000 jobs are not).
+        self.derived = SharedMemo()
+        # Rendered per-PR pieces of pages, by their exact content (stackbot/web/fragments.py).
+        self.fragments = Fragments()
 
     def body(self, key: Hashable, build: Callable[[], bytes | None]) -> bytes | None:
         """The body of page ``key``: kept if computed at the clock's current tick (or later),

@@ -71,7 +71,9 @@ def send_series(
 
     def build() -> bytes | None:
         with session(request) as db:
-            page = readmodel.series_page(db, key, settings=settings(request))
+            page = readmodel.series_page(
+                db, key, settings=settings(request), shared=page_cache.of(request).derived
+            )
         return None if page is None else render(page)
 
     return page_cache.send(

@@ -3,17 +3,20 @@ sent again only while nothing it shows has changed, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
+import pytest
+from fastapi import FastAPI
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 from sqlmodel import Session, select
 
 from stackbot.db.models import PullRequest, TestResult
-from stackbot.web import readmodel
+from stackbot.web import dashboard, readmodel
 from stackbot.web.page_cache import PageCache
 from tests.support.dashboard_data import seed_series
 
@@ -133,3 +136,86 @@ def test_the_sent_json_is_what_fastapi_would_have_encoded(
     assert client.get("/api/pulls/8035").json()["pull"] == jsonable_encoder(
         detail["pull"].to_json()
     )
+
+
+# -- what a page derives from the runs' tables only, kept across builds (read_batch.SharedMemo) --
+
+
+def _cold(engine: Engine, path: str) -> bytes:
+    """``path`` computed by a new app: nothing kept, nothing derived before."""
+    app = FastAPI()
+    app.state.engine = engine
+    dashboard.install(app)
+    with TestClient(app) as fresh:
+        response = fresh.get(path)
+    assert response.status_code == 200, path
+    return response.content
+
+
+def _statements(engine: Engine, client: TestClient, path: str) -> tuple[bytes, list[str]]:
+    seen: list[str] = []
+
+    def record(*args: object) -> None:
+        seen.append(str(args[2]))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        response = client.get(path)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert response.status_code == 200, path
+    return response.content, seen
+
+
+def test_a_write_to_a_pr_rebuilds_the_page_but_reads_no_job_again(
+    engine: Engine, client: TestClient
+) -> None:
+    """A PR's title, head or approval changes the verdicts, not what its runs' jobs, results and
+    steps say: those are kept (the tables' own clocks stood still), the page is still new."""
+    seed_series(engine, prs=6, extra_jobs=12, infra_retries=True)
+    client.get("/series/6307")
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE pull_requests SET title = 'Renamed' WHERE number = 8036"))
+    body, seen = _statements(engine, client, "/series/6307")
+    assert b"Renamed" in body
+    touched = [q for q in seen if re.search(r"\bFROM (jobs|test_results|integration_\w+)\b", q)]
+    assert touched == [], touched
+    assert body == _cold(engine, "/series/6307")
+    # a write to a job: everything derived from the runs' tables is read again
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE jobs SET node = node WHERE id = (SELECT min(id) FROM jobs)"))
+    _, seen = _statements(engine, client, "/series/6307")
+    assert any(re.search(r"\bFROM jobs\b", q) for q in seen)
+
+
+# Writes to each table a series page derives from, in SQL (as a worker or psql would write).
+WRITES = {
+    "a PR's title": "UPDATE pull_requests SET title = 'Renamed in psql' WHERE number = 8036",
+    "a job's status": "UPDATE jobs SET status = 'failed' WHERE id = "
+    "(SELECT min(id) FROM jobs WHERE status = 'passed' AND kind = 'integration')",
+    "a test's outcome": "UPDATE test_results SET outcome = 'passed' WHERE outcome = 'failed'",
+    "a step's outcome": "UPDATE integration_steps SET outcome = 'clean', conflicts_with = '[]' "
+    "WHERE outcome = 'conflict'",
+    "a run's status": "UPDATE integration_runs SET status = 'error', error = 'git died' "
+    "WHERE id = (SELECT min(id) FROM integration_runs)",
+    "an approval": "DELETE FROM approvals WHERE pr_number = 8034",
+    "an edge": "DELETE FROM dependency_edges WHERE child = 8037",
+    "main's baseline": "UPDATE jobs SET counts = '{\"passed\": 23}' WHERE kind = 'baseline'",
+}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_after_any_write_the_page_equals_one_computed_from_nothing(
+    engine: Engine, client: TestClient, write: str
+) -> None:
+    """Never a stale page: after a write to any table the page reads, the page sent (computed
+    with what was kept from earlier builds) is byte for byte the one a new app computes."""
+    seed_series(engine, prs=6, extra_jobs=12, infra_retries=True)
+    paths = ("/series/6307", "/api/series/6307")
+    before = {path: client.get(path).content for path in paths}
+    with engine.begin() as conn:
+        assert conn.execute(text(WRITES[write])).rowcount > 0
+    for path in paths:
+        after = client.get(path).content
+        assert after != before[path], f"{write} does not show on {path}"
+        assert after == _cold(engine, path), f"{path} after {write} differs from a new app's"

@@ -209,6 +209,7 @@ PAGES = (
     "/maintenance",
     "/series/6307/gpu",
     "/series/6307/flaky",
+    "/quarantine",
 )
 # Every PR number, SHA and pill inside a table cell: an inline box split over two lines has
 # two client rectangles (`#803` / `4`, `fdc5ec` / `f`).

@@ -152,3 +152,41 @@ def test_postgresql_writers_in_opposite_orders_do_not_deadlock_on_the_clock(
         thread.join(30)
     assert errors == []
     assert _ticks(postgres_engine) == before + 2
+
+
+def _table_ticks(engine: Engine) -> dict[str, int]:
+    with Session(engine) as session:
+        found = read_clock.table_ticks(session, read_clock.WATCHED)
+    assert found is not None, "every watched table has a clock of its own"
+    return dict(zip(read_clock.WATCHED, found, strict=True))
+
+
+def test_each_watched_table_has_a_clock_of_its_own(engine: Engine) -> None:
+    """A write moves its table's clock (and the global one), no other table's."""
+    assert len({read_clock.table_id(t) for t in read_clock.WATCHED} | {1}) == 1 + len(
+        read_clock.WATCHED
+    )
+    seed_series(engine, prs=3)
+    for table in ("pull_requests", "jobs", "test_results", "approvals"):
+        before, global_before = _table_ticks(engine), _ticks(engine)
+        with engine.begin() as conn:
+            conn.execute(
+                text(f'UPDATE "{table}" SET id = id WHERE id = (SELECT min(id) FROM "{table}")')
+            )
+        after = _table_ticks(engine)
+        moved = {t for t in read_clock.WATCHED if after[t] != before[t]}
+        assert moved == {table}, (table, moved)
+        assert after[table] > before[table] and _ticks(engine) > global_before
+
+
+@pytest.mark.postgres
+def test_postgresql_moves_a_tables_clock_once_per_transaction(postgres_engine: Engine) -> None:
+    seed_series(postgres_engine, prs=5, extra_jobs=40)
+    before = _table_ticks(postgres_engine)
+    with postgres_engine.begin() as conn:
+        assert conn.execute(text("UPDATE jobs SET status = status")).rowcount > 50
+        conn.execute(text("UPDATE test_results SET outcome = outcome"))
+    after = _table_ticks(postgres_engine)
+    assert after["jobs"] == before["jobs"] + 1
+    assert after["test_results"] == before["test_results"] + 1
+    assert after["pull_requests"] == before["pull_requests"]

@@ -8,8 +8,10 @@ from sqlmodel import Field, SQLModel
 
 
 class ReadClock(SQLModel, table=True):
-    """One row (id 1). ``ticks`` is moved by database triggers, in the writing transaction;
-    ``txid`` (PostgreSQL) is the last transaction that moved it, so a transaction moves it once."""
+    """Row 1 is the clock of every watched table; each watched table also has a row of its own
+    (id :func:`stackbot.db.read_clock.table_id`). ``ticks`` is moved by database triggers, in
+    the writing transaction; ``txid`` (PostgreSQL) is the last transaction that moved it, so a
+    transaction moves it once."""
 
     __tablename__ = "read_clock"
 

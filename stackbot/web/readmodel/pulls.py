@@ -13,6 +13,7 @@ from stackbot.config import Settings
 from stackbot.db import dashboard_store, github_store
 from stackbot.domain.report_view import PrReportView
 from stackbot.domain.verdict import Verdict, decide, row_state
+from stackbot.services.read_batch import memo
 from stackbot.services.report_views import build_report_views
 from stackbot.web.readmodel.cells import cells_of_runs, own_cells_for
 from stackbot.web.readmodel.runs import run_steps
@@ -35,6 +36,14 @@ class PullRow:
     # The PR's verdict, decided by stackbot.domain.verdict from the same view its comment and
     # check runs are rendered from (None only for a PR whose repository has no stored graph).
     verdict: Verdict | None = None
+
+    @property
+    def tests_by_label(self) -> dict[str, TestCell]:
+        """The test cells by label (the first of a label, as the series grid shows them)."""
+        found: dict[str, TestCell] = {}
+        for cell in self.tests:
+            found.setdefault(cell.label, cell)
+        return found
 
     @property
     def display_state(self) -> str:
@@ -89,11 +98,20 @@ def pull_rows(
         (a.pr_number, a.sha): a.vetter
         for a in dashboard_store.approval_vetters(session, repo_id=repo_id, pr_numbers=numbers)
     }
-    runs = {
-        run.target_pr: run
-        for run in dashboard_store.latest_stack_runs(session, repo_id=repo_id, target_prs=numbers)
-    }
-    cells_by_run = cells_of_runs(session, list(runs.values()))
+    runs = memo(
+        session,
+        ("latest stack runs", repo_id, tuple(numbers)),
+        lambda: {
+            run.target_pr: run
+            for run in dashboard_store.latest_stack_runs(
+                session, repo_id=repo_id, target_prs=numbers
+            )
+        },
+    )
+    run_ids = tuple(sorted(run.id for run in runs.values() if run.id is not None))
+    cells_by_run = memo(
+        session, ("cells", run_ids), lambda: cells_of_runs(session, list(runs.values()))
+    )
     rows = []
     for number in numbers:
         pr = prs.get(number)
@@ -117,12 +135,18 @@ def pull_rows(
                 head_sha=pr.head_sha,
                 superseded_by=pr.superseded_by,
                 approval=approvals.get((pr.number, pr.head_sha)),
-                stack_run=run_summary(run) if run else None,
+                stack_run=_summary(session, run) if run else None,
                 tests=_with_row_states(cells, view),
                 verdict=decide(view) if view is not None else None,
             )
         )
     return rows
+
+
+def _summary(session: Session, run: Any) -> RunSummary:
+    """The run's summary, one per run while the runs' tables stand still (a shared memo keeps
+    it, with the key its page pieces are kept under: stackbot/web/fragments.py)."""
+    return memo(session, ("run summary", run.id), lambda: run_summary(run))
 
 
 def _report_views(

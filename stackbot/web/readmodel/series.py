@@ -15,6 +15,8 @@ from stackbot.config import Settings
 from stackbot.db import dashboard_store, landing_store
 from stackbot.db.models import IntegrationRun
 from stackbot.domain.landing_text import LandingView
+from stackbot.services import read_batch
+from stackbot.services.read_batch import SharedMemo, memo
 from stackbot.web.readmodel.cells import cells_of_runs, own_cells_for
 from stackbot.web.readmodel.pulls import PullRow, pull_rows
 from stackbot.web.readmodel.runs import run_steps
@@ -167,7 +169,20 @@ def _latest_series_runs(
 
 
 def series_page(
-    session: Session, key: str, repo: str | None = None, settings: Settings | None = None
+    session: Session,
+    key: str,
+    repo: str | None = None,
+    settings: Settings | None = None,
+    shared: SharedMemo | None = None,
+) -> SeriesPage | None:
+    """The series page (None: no such series). With ``shared``, what is derived from the runs'
+    tables only is kept for the next computation (:class:`~stackbot.services.read_batch.SharedMemo`)."""
+    with read_batch.batch(session, shared):
+        return _series_page(session, key, repo, settings)
+
+
+def _series_page(
+    session: Session, key: str, repo: str | None, settings: Settings | None
 ) -> SeriesPage | None:
     found = dashboard_store.find_series(session, key=key, repo=repo)
     if found is None:
@@ -177,19 +192,28 @@ def series_page(
     numbers = [m.pr_number for m in members]
     pulls = pull_rows(session, series.repo_id, numbers, settings)
     edges = dashboard_store.edges_from(session, repo_id=series.repo_id, children=numbers)
-    series_run = dashboard_store.latest_series_run(
-        session, repo_id=series.repo_id, series_key=series.key
+    series_run = memo(
+        session,
+        ("latest series run", series.repo_id, series.key),
+        lambda: dashboard_store.latest_series_run(
+            session, repo_id=series.repo_id, series_key=series.key
+        ),
     )
     steps: tuple[StepRow, ...] = ()
     tests: tuple[TestCell, ...] = ()
     own_tests: tuple[TestCell, ...] = ()
     if series_run is not None and series_run.id is not None:
-        steps = tuple(run_steps(session, series_run.id))
-        cells = cells_of_runs(session, [series_run])
-        tests = cells.get(series_run.id, ())
+        run_id = series_run.id
+        steps = memo(session, ("run steps", run_id), lambda: tuple(run_steps(session, run_id)))
+        cells = memo(session, ("cells", (run_id,)), lambda: cells_of_runs(session, [series_run]))
+        tests = cells.get(run_id, ())
         # each PR's row: its part of the tree's batched own-files jobs
-        own_tests = own_cells_for(
-            session, series_run.id, [c for c in tests if c.batched_own], numbers
+        batched = [c for c in tests if c.batched_own]
+        wanted = tuple(numbers)
+        own_tests = memo(
+            session,
+            ("own cells", run_id, wanted),
+            lambda: own_cells_for(session, run_id, batched, list(wanted)),
         )
     return SeriesPage(
         key=series.key,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from gpu_jobs.testsets import OWN_TEST_SET, own_test_set_pr
@@ -55,7 +56,7 @@ class JobSummary:
     def not_passed(self) -> int:
         return sum(int(v) for k, v in self.counts.items() if k in ("failed", "error"))
 
-    @property
+    @cached_property  # read several times per cell of a 500-PR page; the fields never change
     def counts_text(self) -> str:
         if self.status not in FINISHED_JOB_STATES:
             return self.status
