@@ -12,6 +12,8 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
+from stackbot.db import read_clock
+
 revision: str = "0015"
 # 0014 is reserved for another branch: whichever merges second points this at the other.
 down_revision: str | None = "0013"
@@ -38,7 +40,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("node"),
     )
+    read_clock.install(op.get_bind(), ("node_exclusions",))
 
 
 def downgrade() -> None:
+    # The table's clock triggers go with it (the shared PostgreSQL function stays).
     op.drop_table("node_exclusions")
