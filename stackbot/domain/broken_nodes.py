@@ -67,7 +67,8 @@ class NodePolicy:
         """The wait before the next check: ``recheck_minutes``, doubled for each failed check,
         at most ``recheck_max_hours``."""
         cap = timedelta(hours=self.recheck_max_hours)
-        return min(self.recheck * 2 ** min(failed_checks, 20), cap)
+        doubled: int = 2 ** min(failed_checks, 20)
+        return min(self.recheck * doubled, cap)
 
 
 @dataclass(frozen=True)
