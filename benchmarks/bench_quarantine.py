@@ -1,11 +1,11 @@
 """Flakes, quarantine and broken nodes over a landing stream (issue 26).
 
 Drives the real test planner (``stackbot.domain.test_plan.plan_tree``, given the quarantined
-tests as the service gives them), the real quarantine
+tests and the tests seen flaky within the window as the service gives them), the real quarantine
 rules (``stackbot.domain.quarantine``: ``to_quarantine``, ``review``) and the real broken-node
 rules (``stackbot.domain.broken_nodes``) with a model of a test suite, a node pool and a stream
 of landings, with quarantine on and off (the same seeds, the same landings, the same random
-draws per job).
+draws per job; the flaky record is part of the quarantine's evidence, so ``none`` has neither).
 
 - Tests: ``--tests`` (300) of which 6 % flake with a probability drawn from 1-5 % and 1.5 % from
   10-30 % (some tests much flakier than others); the rest never flake.
@@ -110,6 +110,14 @@ class Stream:
             return frozenset()
         return frozenset(n for n, e in self.entries.items() if e.state == ACTIVE)
 
+    def seen_flaky(self, now: datetime) -> frozenset[str]:
+        """The tests seen flaky within the window, as the service reads them for the planner
+        (part of the quarantine's evidence: none without quarantine)."""
+        if self.mode != "quarantine":
+            return frozenset()
+        since = now - self.policy.window
+        return frozenset(o.nodeid for o in self.observations if o.at >= since)
+
     def place(self, excluded: tuple[str, ...]) -> str:
         for _ in range(len(NODES)):
             node = NODES[self.node_turn % len(NODES)]
@@ -167,6 +175,7 @@ class Stream:
         main = {CONFIG: dict.fromkeys(names, "passed")}
         jobs: list[JobFact] = []
         held = self.quarantined()
+        seen = self.seen_flaky(now)
         self.check_nodes(now)
         plan = TreePlan()
         for _ in range(60):
@@ -178,6 +187,7 @@ class Stream:
                 bisect=True,
                 target_pr=PrNumber(prs),
                 quarantined=held,
+                seen_flaky=seen,
             )
             if not plan.wanted:
                 break

@@ -66,6 +66,7 @@ Tree = frozenset[tuple[int, int]]  # (PR, version) merged
 class Injected:
     fail_at: Sequence[int] = ()  # test_fail_K fails in every tree holding PR K
     flaky_at: Sequence[int] = ()  # test_flaky_K fails on the first run of a tree holding PR K
+    flaky_runs: int = 1  # ... on this many first runs of such a tree
     broken_nodes: Sequence[str] = ()  # every job placed there is infra
     broken_on_main: bool = False  # test_broken_on_main fails in every tree, main's too
     fixed: Sequence[int] = ()  # test_flaky_K of these K passes from now on
@@ -167,7 +168,7 @@ class TimingExecutor:
         key = (run.layer_tree, *config)
         self.runs_of_tree[key] = self.runs_of_tree.get(key, 0) + 1
         outcomes = self.sim.outcomes(
-            run.layer_tree, config, first=self.runs_of_tree[key] == 1, targets=spec.targets
+            run.layer_tree, config, run=self.runs_of_tree[key], targets=spec.targets
         )
         tests = tuple(
             TestResult(nodeid, outcome, 1.0, {0: outcome}) for nodeid, outcome in outcomes.items()
@@ -265,7 +266,7 @@ class Simulation:
         tree: Tree,
         config: tuple[str, str],
         *,
-        first: bool,
+        run: int,
         targets: Sequence[str] = (),
     ) -> dict[str, str]:
         if is_own_test_set(config[0]):  # PRs' own test files pass
@@ -282,6 +283,7 @@ class Simulation:
             outcome = "failed" if k in merged else "passed"
             tests[f"tests/unit_tests/test_layer_{k}.py::test_fail_{k}"] = outcome
         for k in self.injected.flaky_at:
+            first = run <= self.injected.flaky_runs
             fails = k in merged and first and k not in self.injected.fixed
             outcome = "failed" if fails else "passed"
             tests[f"tests/unit_tests/test_layer_{k}.py::test_flaky_{k}"] = outcome

@@ -108,6 +108,7 @@ def replan_after(engine: Engine, finished: Sequence[int], *, settings: Settings)
             run_id,
             policy=settings.test_plan_policy,
             infra_retries=settings.infra_retries,
+            flaky_window_days=settings.quarantine_window_days,
         )
         created.extend(outcome.created)
     # The flaky observations these jobs made may quarantine a test; their results may release
