@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
+from sqlalchemy import select as select_columns
 from sqlmodel import Session, col, select
 
 from stackbot.db.models import Job, NodeExclusion
@@ -30,14 +32,31 @@ def excluded(session: Session) -> list[str]:
     )
 
 
-def finished_on_nodes(session: Session, *, since: datetime) -> list[Job]:
+class FinishedJob(NamedTuple):
+    """What the broken-node rule reads of a job (not its results: they can be large)."""
+
+    id: int
+    status: str
+    node: str | None
+    error: str | None
+    finished_at: datetime
+    external_id: str | None
+
+
+def finished_on_nodes(session: Session, *, since: datetime) -> list[FinishedJob]:
     """Jobs that ran (not reused copies) and finished since ``since``, infra or clean."""
-    return list(
-        session.exec(
-            select(Job)
-            .where(col(Job.reused_from_job_id).is_(None))
-            .where(col(Job.status).in_([INFRA, *sorted(CLEAN)]))
-            .where(col(Job.finished_at) >= since)
-            .order_by(col(Job.finished_at), col(Job.id))
+    rows = session.execute(
+        select_columns(
+            col(Job.id),
+            col(Job.status),
+            col(Job.node),
+            col(Job.error),
+            col(Job.finished_at),
+            col(Job.external_id),
         )
-    )
+        .where(col(Job.reused_from_job_id).is_(None))
+        .where(col(Job.status).in_([INFRA, *sorted(CLEAN)]))
+        .where(col(Job.finished_at) >= since)
+        .order_by(col(Job.finished_at), col(Job.id))
+    ).all()
+    return [FinishedJob(*row) for row in rows if row[0] is not None and row[4] is not None]

@@ -27,6 +27,7 @@ from stackbot.config import Settings
 from stackbot.db import nodes_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import Job, NodeExclusion
+from stackbot.db.nodes_store import FinishedJob
 from stackbot.domain import infra_failures
 from stackbot.domain.broken_nodes import (
     EXCLUDED,
@@ -62,7 +63,7 @@ def policy_of(settings: Settings) -> NodePolicy:
     )
 
 
-def nodes_of(job: Job) -> list[str]:
+def nodes_of(job: Job | FinishedJob) -> list[str]:
     """The nodes a job ran on, as exclusions name them: the devices the local executor's
     handle names (``gpuN``), else the job's nodes (Slurm's node names)."""
     if job.external_id:
@@ -75,7 +76,7 @@ def nodes_of(job: Job) -> list[str]:
     return node_names(job.node)
 
 
-def _evidence_of(job: Job) -> tuple[str | None, str]:
+def _evidence_of(job: FinishedJob) -> tuple[str | None, str]:
     """The infra signature and line that made ``job`` infra (else its message)."""
     found = infra_failures.signature_of(job.error)
     if found is not None:
@@ -83,11 +84,9 @@ def _evidence_of(job: Job) -> tuple[str | None, str]:
     return None, (job.error or "infra").splitlines()[0][:MESSAGE_CHARS]
 
 
-def node_jobs(jobs: Sequence[Job]) -> list[NodeJob]:
+def node_jobs(jobs: Sequence[FinishedJob]) -> list[NodeJob]:
     found: list[NodeJob] = []
     for job in jobs:
-        if job.id is None or job.finished_at is None:
-            continue
         nodes = nodes_of(job)
         at = aware(job.finished_at)
         if job.status == INFRA:
