@@ -36,8 +36,8 @@ from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Repository,
 from stackbot.domain.pipeline import PrState
 from stackbot.domain.tasks import FollowUp, PollJobs, Report
 from stackbot.domain.types import PrNumber
+from stackbot.services import broken_nodes, poll_jobs, quarantine
 from stackbot.services import jobs as job_service
-from stackbot.services import poll_jobs, quarantine
 from stackbot.services.integrate import plan_tested_runs, test_runs
 from stackbot.services.resources import WorkerResources
 from stackbot.taskqueue import TaskRegistry, queue
@@ -66,6 +66,7 @@ Tree = frozenset[tuple[int, int]]  # (PR, version) merged
 class Injected:
     fail_at: Sequence[int] = ()  # test_fail_K fails in every tree holding PR K
     flaky_at: Sequence[int] = ()  # test_flaky_K fails on the first run of a tree holding PR K
+    flaky_runs: int = 1  # ... on this many first runs of such a tree
     broken_nodes: Sequence[str] = ()  # every job placed there is infra
     broken_on_main: bool = False  # test_broken_on_main fails in every tree, main's too
     fixed: Sequence[int] = ()  # test_flaky_K of these K passes from now on
@@ -90,6 +91,7 @@ class TimingExecutor:
     kind: str = "local"
     jobs: dict[str, _Running] = field(default_factory=dict)  # by out_dir
     runs_of_tree: dict[tuple[Tree, str, str], int] = field(default_factory=dict)
+    placed: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # job id, its nodes
 
     def _busy(self) -> set[str]:
         return {n for r in self.jobs.values() if r.end > self.sim.now for n in r.nodes}
@@ -98,11 +100,25 @@ class TimingExecutor:
         key = str(out_dir)
         if key in self.jobs:  # idempotent for an out_dir, like the real executors
             return self._handle(spec, key)
-        excluded = set(getattr(spec, "exclude_nodes", ()) or ())
-        free = [n for n in self.nodes if n not in self._busy() and n not in excluded]
+        # As Slurm's --exclude and --nodelist: never an excluded node; only the nodes named.
+        excluded = set(spec.exclude_nodes)
+        free = [
+            n
+            for n in self.nodes
+            if n not in self._busy()
+            and n not in excluded
+            and (not spec.only_nodes or n in spec.only_nodes)
+        ]
         if len(free) < spec.shape.nodes:
             raise PoolBusy(f"{len(free)} free nodes, {spec.shape.nodes} needed")
         nodes = tuple(free[: spec.shape.nodes])
+        self.placed.append((spec.job_id, nodes))
+        if spec.test_set == "node-check":  # a node check: a broken node fails it
+            infra = any(n in self.sim.injected.broken_nodes for n in nodes)
+            self.jobs[key] = _Running(
+                spec, frozenset(), nodes, self.sim.now, self.sim.now + 120, infra
+            )
+            return self._handle(spec, key)
         duration = DURATION_S.get((spec.test_set, str(spec.shape)), 600.0)
         if is_own_test_set(spec.test_set):  # PRs' own files: minutes per file
             duration = self.sim.own_test_minutes * 60.0 * max(1, len(spec.targets))
@@ -146,11 +162,13 @@ class TimingExecutor:
                 error_of="node",
                 **common,
             )
+        if spec.test_set == "node-check":
+            return JobResult(spec.job_id, "passed", "", node_check="passed", **common)
         config = (spec.test_set, str(spec.shape))
         key = (run.layer_tree, *config)
         self.runs_of_tree[key] = self.runs_of_tree.get(key, 0) + 1
         outcomes = self.sim.outcomes(
-            run.layer_tree, config, first=self.runs_of_tree[key] == 1, targets=spec.targets
+            run.layer_tree, config, run=self.runs_of_tree[key], targets=spec.targets
         )
         tests = tuple(
             TestResult(nodeid, outcome, 1.0, {0: outcome}) for nodeid, outcome in outcomes.items()
@@ -228,6 +246,7 @@ class Simulation:
         self.worker = Worker(engine, settings, registry, resources=resources)
         # Quarantine windows and release streaks are read on the simulated clock.
         quarantine.clock = lambda: EPOCH + timedelta(seconds=self.now)
+        broken_nodes.clock = quarantine.clock  # exclusion windows and node checks too
         with session_scope(engine) as session:
             repo = Repository(full_name="NVIDIA/Megatron-LM", clone_url="sim://megatron")
             session.add(repo)
@@ -247,7 +266,7 @@ class Simulation:
         tree: Tree,
         config: tuple[str, str],
         *,
-        first: bool,
+        run: int,
         targets: Sequence[str] = (),
     ) -> dict[str, str]:
         if is_own_test_set(config[0]):  # PRs' own test files pass
@@ -264,6 +283,7 @@ class Simulation:
             outcome = "failed" if k in merged else "passed"
             tests[f"tests/unit_tests/test_layer_{k}.py::test_fail_{k}"] = outcome
         for k in self.injected.flaky_at:
+            first = run <= self.injected.flaky_runs
             fails = k in merged and first and k not in self.injected.fixed
             outcome = "failed" if fails else "passed"
             tests[f"tests/unit_tests/test_layer_{k}.py::test_flaky_{k}"] = outcome

@@ -33,7 +33,7 @@ from gpu_jobs.result import (
     worst_outcome,
 )
 
-SPEC_SCHEMA_VERSION = "1.3"
+SPEC_SCHEMA_VERSION = "1.4"
 _SPEC_VERSION = parse_version(SPEC_SCHEMA_VERSION, "schema_version", 1)
 
 Device = Literal["auto", "cuda", "cpu"]
@@ -159,9 +159,13 @@ class JobSpec:
     markers: str | None = None
     tolerated_markers: tuple[str, ...] = ()
     min_world_size: dict[str, int] = field(default_factory=dict)
-    # Nodes the job must not run on (1.2): an infra failure is retried elsewhere (Slurm's
-    # ``--exclude``; the local executor runs on this host only and ignores it).
+    # Nodes the job must not run on (1.2): an infra failure is retried elsewhere, a broken node
+    # is left out (Slurm's ``--exclude``; the local executor leaves out its GPUs named
+    # ``gpuN``, and ignores other names: it runs on this host only).
     exclude_nodes: tuple[str, ...] = ()
+    # Nodes the job must run on (1.4): a node check of one excluded node (Slurm's
+    # ``--nodelist``; the local executor runs on exactly its GPUs named ``gpuN``).
+    only_nodes: tuple[str, ...] = ()
     # Infrastructure signatures (1.3, gpu_jobs.infra_signatures): output lines that make a
     # failed job ``infra``. None (a spec from before 1.3): the node's built-in list.
     infra_signatures: tuple[InfraSignature, ...] | None = None
@@ -198,9 +202,12 @@ class JobSpec:
         for key in self.env:
             if not _ENV_NAME.match(key):
                 raise ContractError(f"env.{key}", "is not a valid environment variable name")
-        for node in self.exclude_nodes:
-            if not _NODE_NAME.match(node):
-                raise ContractError("exclude_nodes", f"{node!r} is not a node name")
+        for name, nodes in (("exclude_nodes", self.exclude_nodes), ("only_nodes", self.only_nodes)):
+            for node in nodes:
+                if not _NODE_NAME.match(node):
+                    raise ContractError(name, f"{node!r} is not a node name")
+        if set(self.only_nodes) & set(self.exclude_nodes):
+            raise ContractError("only_nodes", "a node cannot be both required and excluded")
 
     def needed_world_size(self, nodeid: str) -> tuple[str, int] | None:
         """The target containing ``nodeid`` that needs more ranks than this job has, and how
@@ -233,6 +240,7 @@ class JobSpec:
             "tolerated_markers": list(self.tolerated_markers),
             "min_world_size": dict(self.min_world_size),
             "exclude_nodes": list(self.exclude_nodes),
+            "only_nodes": list(self.only_nodes),
             "infra_signatures": None
             if self.infra_signatures is None
             else [s.to_dict() for s in self.infra_signatures],
@@ -266,6 +274,7 @@ class JobSpec:
             tolerated_markers=r.texts("tolerated_markers"),
             min_world_size=r.count_map("min_world_size"),
             exclude_nodes=r.texts("exclude_nodes"),
+            only_nodes=r.texts("only_nodes"),
             infra_signatures=None
             if r.raw("infra_signatures") is None
             else parse_signatures(r.objects("infra_signatures")),

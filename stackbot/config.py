@@ -192,6 +192,14 @@ class Settings(BaseSettings):
     quarantine_window_days: int = Field(default=14, ge=1, le=365)
     quarantine_release_after: int = Field(default=30, ge=1, le=10_000)
     quarantine_expiry_days: int = Field(default=30, ge=1, le=365)
+    # Broken nodes (issue 26; the defaults are argued in stackbot/domain/broken_nodes.py): a
+    # node whose latest this many jobs were all infra, within the window, is left out of the
+    # next submissions until a node check passes on it; checked again after so many minutes,
+    # doubled after each failed check up to so many hours.
+    node_infra_count: int = Field(default=2, ge=1, le=100)
+    node_window_hours: int = Field(default=72, ge=1, le=24 * 90)
+    node_recheck_minutes: int = Field(default=30, ge=1, le=24 * 60)
+    node_recheck_max_hours: int = Field(default=24, ge=1, le=24 * 30)
     # Bases a PR must not be merged into (shell patterns): Megatron-LM's CI mirror branches,
     # which a child may be stacked on while its parent is vetted. Such a PR gets a failing
     # `stackbot/base` check and one comment asking to retarget it before merging.

@@ -1,7 +1,10 @@
 """Jobs as subprocesses of this host.
 
 GPUs come from a pool (configured, else what nvidia-smi lists) through CUDA_VISIBLE_DEVICES; a
-host without GPUs runs the same ranks on CPU with gloo. A ``2x4`` job runs as two runner
+host without GPUs runs the same ranks on CPU with gloo. Each device is a node to stackbot's
+broken-node rule, named ``gpuN`` (``cpuN`` for a CPU rank slot): a spec's ``exclude_nodes``
+leaves those devices out, its ``only_nodes`` runs on exactly them (a node check of one device),
+and the handle's ``nodes`` names the devices a job ran on. A ``2x4`` job runs as two runner
 processes (two torchrun node groups) meeting at a static master on loopback. The runners are
 detached from the submitting process, so a restarted worker polls them by pid and start time.
 """
@@ -16,6 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -96,7 +100,13 @@ class LocalExecutor:
         if self.cpu_only:
             spec = replace(spec, launcher=replace(spec.launcher, device="cpu"))
         nodes, per_node = spec.shape.nodes, spec.shape.gpus_per_node
-        allocation = self.pool.allocate(spec.job_id, spec.shape.world_size, 2 if nodes > 1 else 0)
+        allocation = self.pool.allocate(
+            spec.job_id,
+            spec.shape.world_size,
+            2 if nodes > 1 else 0,
+            skip=self._slots_named(spec.exclude_nodes),
+            only=self._slots_named(spec.only_nodes) if spec.only_nodes else None,
+        )
         run_id = uuid.uuid4().hex[:12]
         try:
             out_dir = _prepare_launch_dir(out_dir)
@@ -123,6 +133,7 @@ class LocalExecutor:
         self.pool.record_pids(spec.job_id, pids)
         data = {"pids": [list(p) for p in pids], "slots": list(allocation.slots), "run_id": run_id}
         data["submitted_at"] = launch["submitted_at"]
+        data["nodes"] = self.slot_names(allocation.slots)
         write_atomic(out_dir / _STARTED, json.dumps(data, sort_keys=True))
         return JobHandle("local", spec.job_id, str(out_dir), data)
 
@@ -160,6 +171,7 @@ class LocalExecutor:
             "run_id": run_id,
             "submitted_at": launch.get("submitted_at"),
             "adopted": True,
+            "nodes": self.slot_names(int(s) for s in launch.get("slots", [])),
         }
         write_atomic(out_dir / _STARTED, json.dumps(data, sort_keys=True))
         return JobHandle("local", spec.job_id, str(out_dir), data)
@@ -218,6 +230,16 @@ class LocalExecutor:
 
     # -- helpers -------------------------------------------------------------------------------
 
+    def slot_names(self, slots: Iterable[int]) -> list[str]:
+        """The node names of pool slots: ``gpuN`` (``cpuN`` on a host without GPUs)."""
+        prefix = "cpu" if self.cpu_only else "gpu"
+        return [f"{prefix}{slot}" for slot in slots]
+
+    def _slots_named(self, names: Iterable[str]) -> frozenset[int]:
+        """The pool slots among ``names`` (names of other nodes: not this host's devices)."""
+        by_name = dict(zip(self.slot_names(self.pool.slots), self.pool.slots, strict=True))
+        return frozenset(by_name[n] for n in names if n in by_name)
+
     def _check_fits(self, spec: JobSpec) -> None:
         pool = len(self.pool.slots)
         if spec.shape.world_size > pool:
@@ -226,6 +248,15 @@ class LocalExecutor:
                 "shape",
                 f"{spec.shape} needs {spec.shape.world_size} ranks; this host's pool has {what}",
             )
+        if spec.only_nodes:
+            named = self._slots_named(spec.only_nodes)
+            if len(named) < spec.shape.world_size:
+                names = ", ".join(self.slot_names(self.pool.slots))
+                raise ContractError(
+                    "only_nodes",
+                    f"{', '.join(spec.only_nodes)} name {len(named)} of this host's devices "
+                    f"({names}); {spec.shape} needs {spec.shape.world_size}",
+                )
 
     def _start_runner(
         self,

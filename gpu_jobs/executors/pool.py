@@ -62,14 +62,31 @@ class GpuPool:
             yield held
             self._write(held)
 
-    def allocate(self, job_id: str, n_slots: int, n_ports: int) -> Allocation:
+    def allocate(
+        self,
+        job_id: str,
+        n_slots: int,
+        n_ports: int,
+        *,
+        skip: frozenset[int] = frozenset(),
+        only: frozenset[int] | None = None,
+    ) -> Allocation:
+        """``n_slots`` free slots, leaving out ``skip`` (excluded devices) and, when ``only`` is
+        given, taking them among those alone; PoolBusy while they are not free."""
         with self._locked() as held:
             busy = {slot for a in held.values() for slot in a.slots}
-            free = [slot for slot in self.slots if slot not in busy]
+            free = [
+                slot
+                for slot in self.slots
+                if slot not in busy and slot not in skip and (only is None or slot in only)
+            ]
             if len(held) >= self.max_jobs:
                 raise PoolBusy(f"{len(held)} local job(s) running, the limit is {self.max_jobs}")
             if len(free) < n_slots:
-                raise PoolBusy(f"{n_slots} devices needed, {len(free)} of {len(self.slots)} free")
+                out = f", {len(skip)} excluded" if skip else ""
+                raise PoolBusy(
+                    f"{n_slots} devices needed, {len(free)} of {len(self.slots)} free{out}"
+                )
             used_ports = {port for a in held.values() for port in a.ports}
             # Held by this process until the runners' pids are recorded: if it dies before
             # that, the entry frees itself.

@@ -77,6 +77,8 @@ def render_sbatch(spec: JobSpec, config: SlurmExecutorConfig, out_dir: Path) -> 
         lines.append(f"#SBATCH --qos={q(config.qos)}")
     if spec.exclude_nodes:  # an infra failure's node: the retry runs elsewhere
         lines.append(f"#SBATCH --exclude={q(','.join(spec.exclude_nodes))}")
+    if spec.only_nodes:  # a node check of one node
+        lines.append(f"#SBATCH --nodelist={q(','.join(spec.only_nodes))}")
     lines += [f"#SBATCH {arg}" for arg in config.extra_sbatch_args]
     lines += [
         f"# gpu_jobs job {spec.job_id}: test set {spec.test_set} on {shape}",

@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker",
     "maintenance",
     "deliveries",
+    "nodes",
 )
 
 EXIT_BAD_INPUT = 2

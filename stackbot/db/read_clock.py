@@ -59,6 +59,7 @@ WATCHED = (
     "maintenance_runs",
     "quarantines",
     "landings",
+    "node_exclusions",
 )
 
 _EVENTS = ("insert", "update", "delete")

@@ -22,6 +22,9 @@ For each configuration:
    is a *suspect*. Tests failing on main too are ``pre-existing``.
 3. Suspects are confirmed by a rerun of the same tree (``confirm``, attempt 2). A suspect that
    passes the rerun is ``flaky`` (both jobs are its evidence) and is attributed to no PR.
+   A suspect the rerun fails again that is quarantined, or that the repository saw flaky within
+   the quarantine window, gets more runs of the tree (up to :data:`QUARANTINE_RUNS`): passing
+   one it is ``quarantined`` (resp. ``flaky``), failing all of them it is confirmed.
 4. With ``bisect`` on (every run the service plans: the series run and each stack run), each confirmed failure is
    bisected over the prefixes of the merge order: position 0 is main (where it does not fail),
    the last position is the final tree (where it does); the prefix at the middle is tested
@@ -51,7 +54,8 @@ FINISHED = frozenset({"passed", "failed", "error", "timeout", "infra", "cancelle
 INFRA = frozenset({"infra"})
 
 TREE, CONFIRM, BISECT, RETRY = "tree", "confirm", "bisect", "retry"
-# Runs of one tree a quarantined test must fail, all of them, to count as a failure.
+# Runs of one tree a quarantined test, or one seen flaky recently, must fail, all of them, to
+# count as a failure.
 QUARANTINE_RUNS = 5
 
 NEW, PRE_EXISTING, FLAKY, SUSPECT, BISECTING, QUARANTINED = (
@@ -163,6 +167,7 @@ def plan_tree(
     infra_retries: int = 2,
     results_by_tree: Mapping[tuple[str, Config], Mapping[str, str] | None] | None = None,
     quarantined: frozenset[str] = frozenset(),
+    seen_flaky: frozenset[str] = frozenset(),
 ) -> TreePlan:
     """The jobs still wanted for a run's tree and the findings about its failing tests.
 
@@ -170,12 +175,17 @@ def plan_tree(
     an absent configuration: main has no result, so every failing test is a suspect).
     ``results_by_tree`` holds results already known for (tree, configuration) elsewhere (other
     runs, earlier pushes; None: that job still runs): a prefix with a known result is not
-    tested again, one whose job runs elsewhere is waited for."""
+    tested again, one whose job runs elsewhere is waited for. ``quarantined``: the
+    repository's quarantined tests; ``seen_flaky``: tests it recorded flaky (failed, then
+    passed on a rerun of the same tree) within the quarantine window, quarantined or not: a
+    failure of either that the first rerun repeats gets more runs before it counts."""
     plan = TreePlan()
     slots = _Slots(jobs, infra_retries, plan)
     known = results_by_tree or {}
     for config in configs:
-        _plan_config(plan, slots, known, layers, config, main, bisect, target_pr, quarantined)
+        _plan_config(
+            plan, slots, known, layers, config, main, bisect, target_pr, quarantined, seen_flaky
+        )
     return plan
 
 
@@ -230,6 +240,7 @@ def _plan_config(
     bisect: bool,
     target_pr: PrNumber | None,
     quarantined: frozenset[str],
+    seen_flaky: frozenset[str] = frozenset(),
 ) -> None:
     first = slots.outcome(config, None, 1, TREE)
     if first is None:
@@ -332,7 +343,12 @@ def _plan_config(
     # counted); failing every time, it is a deterministic failure and counts like any other (a
     # quarantine never hides one). Five runs: a test flaking 30 % of the time fails all five
     # 0.24 % of the time, where three runs would let it eject 2.7 % of landings.
-    held = [n for n in confirmed if n in quarantined]
+    # The same holds for a test the repository saw flaky within the window but has not (yet, or
+    # any more) quarantined: that evidence says a second failure is as likely a flake as a
+    # regression, and one more rerun tells them apart (a flake passes it, a regression fails
+    # all five). Its pass is a ``flaky`` finding, evidence towards its quarantine. A test never
+    # seen flaky is judged on the one rerun, as before; a new test is never rerun at all.
+    held = [n for n in confirmed if n in quarantined or n in seen_flaky]
     for attempt in range(3, QUARANTINE_RUNS + 1):
         if not held:
             break
@@ -341,11 +357,12 @@ def _plan_config(
             if extra is None:
                 plan.wanted.append(WantedJob(config, CONFIRM, None, attempt))
             plan.open_configs.append(config)
-            note = (
-                f"quarantined, failed {attempt - 1} times: run {attempt} of at most "
-                f"{QUARANTINE_RUNS} of the same tree is pending"
-            )
             for nodeid in held:
+                why = "quarantined" if nodeid in quarantined else "seen flaky before"
+                note = (
+                    f"{why}, failed {attempt - 1} times: run {attempt} of at most "
+                    f"{QUARANTINE_RUNS} of the same tree is pending"
+                )
                 plan.findings.append(
                     Finding(config, nodeid, SUSPECT, evidence={"jobs": both, "note": note})
                 )
@@ -360,7 +377,7 @@ def _plan_config(
                     Finding(
                         config,
                         nodeid,
-                        QUARANTINED,
+                        QUARANTINED if nodeid in quarantined else FLAKY,
                         evidence={
                             "jobs": both,
                             "failed_in": list(first.job_ids[-1:]),

@@ -34,6 +34,8 @@ from stackbot.db.models import IntegrationRun, Job, TestResult
 from stackbot.db.models._columns import utcnow
 from stackbot.db.models.jobs import STARTING
 from stackbot.domain import accounting, infra_failures
+from stackbot.domain.broken_nodes import NodePolicy
+from stackbot.services import broken_nodes
 from stackbot.services.jobs import copy_outcome, result_key
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,8 @@ class JobBackend:
     per_series_limit: int = 0
     # How PRs' own test files run (the batched ``own`` jobs); None: not configured.
     own_tests: OwnTests | None = None
+    # When nodes with repeated infra failures are excluded (None: never).
+    node_policy: NodePolicy | None = None
 
     def test_set_of(self, job: Job) -> TestSet | None:
         """What ``job`` runs: its configured test set, or PRs' own test files (its targets)."""
@@ -112,14 +116,18 @@ def advance_jobs(engine: Engine, backend: JobBackend, *, repo_url_of: dict[int, 
         session.expunge_all()
     for job in in_flight:
         _poll_one(engine, backend.executor, job, advance)
+    if advance.finished and backend.node_policy is not None:
+        # Before anything is submitted: a node these results show broken gets no more jobs.
+        broken_nodes.review_nodes(engine, policy=backend.node_policy)
     with Session(engine) as session:
         runs = {r.id: r for r in jobs_store.runs_of_jobs(session, jobs=queued) if r.id}
         busy = jobs_store.running_per_series(session)
+        broken = broken_nodes.excluded_nodes(session) if backend.node_policy else ()
         session.expunge_all()
     queued.sort(key=lambda job: queue_priority(job, runs.get(job.integration_run_id or 0)))
     # Jobs an earlier pass began to start: adopted first (they may run already).
     for job in starting:
-        if not _submit_one(engine, backend, job, repo_url_of, advance):
+        if not _submit_one(engine, backend, job, repo_url_of, advance, broken):
             break
     else:
         for job in queued:
@@ -130,7 +138,7 @@ def advance_jobs(engine: Engine, backend: JobBackend, *, repo_url_of: dict[int, 
                 and busy.get(series, 0) >= backend.per_series_limit
             ):
                 continue  # this series holds its share of the nodes; others may go first
-            if not _submit_one(engine, backend, job, repo_url_of, advance):
+            if not _submit_one(engine, backend, job, repo_url_of, advance, broken):
                 break
             if series:
                 busy[series] = busy.get(series, 0) + 1
@@ -236,9 +244,11 @@ def _submit_one(
     job: Job,
     repo_url_of: dict[int, str],
     advance: Advance,
+    broken: tuple[str, ...] = (),
 ) -> bool:
     """Start one queued job, or adopt one an earlier pass began to start; False when the
-    executor has no room (stop submitting)."""
+    executor has no room (stop submitting). ``broken``: the excluded nodes, left out with the
+    nodes the job's own retry chain failed on."""
     assert job.id is not None
     test_set = backend.test_set_of(job)
     if test_set is None:
@@ -259,7 +269,7 @@ def _submit_one(
             repo_url=repo_url_of.get(job.repo_id),
             commit=job.commit_sha,
             node_check=backend.node_check,
-            exclude_nodes=tuple(job.excluded_nodes or ()),
+            exclude_nodes=tuple(sorted({*(job.excluded_nodes or ()), *broken})),
             timeout_s=own_timeout(job, test_set),
         )
         handle = backend.executor.submit(spec, out_dir)

@@ -7,12 +7,14 @@ transaction that completes it, after the executor's poll interval.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from gpu_jobs.spec import Shape
+from gpu_jobs.testsets import TestSet
 from stackbot.adapters.git import GitMirror
 from stackbot.config import Settings
 from stackbot.db import github_store as store
@@ -21,7 +23,7 @@ from stackbot.db.models import Repository
 from stackbot.domain.integration import RunKind
 from stackbot.domain.tasks import PollJobs, Report
 from stackbot.domain.types import PrNumber, RepoName
-from stackbot.services import quarantine, test_plan
+from stackbot.services import broken_nodes, quarantine, test_plan
 from stackbot.services.job_execution import JobBackend, advance_jobs
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
@@ -45,6 +47,7 @@ def handle_poll_jobs(ctx: ServiceContext, task: PollJobs) -> None:
         jobs_dir=settings.jobs_dir,
         node_check=settings.job_node_check,
         per_series_limit=settings.max_running_jobs_per_series,
+        node_policy=broken_nodes.policy_of(settings),
     )
     advance = advance_jobs(ctx.engine, backend, repo_url_of=repo_urls)
     planned = replan_after(ctx.engine, advance.finished, settings=settings)
@@ -52,10 +55,33 @@ def handle_poll_jobs(ctx: ServiceContext, task: PollJobs) -> None:
         changed = advance.submitted + advance.started + advance.finished
         for repo, numbers in prs_of_jobs(ctx.engine, changed).items():
             ctx.enqueue_task(Report.of(repo, numbers))
+    # Excluded nodes: their node checks, due every recheck interval or when asked for.
+    node_policy = broken_nodes.policy_of(settings)
+    widest = _check_shape(settings.executor, backend.test_sets)
+    broken_nodes.check_nodes(
+        ctx.engine,
+        backend.executor,
+        jobs_dir=settings.jobs_dir,
+        policy=node_policy,
+        shape_of=lambda node: widest,
+    )
+    with Session(ctx.engine) as session:
+        check_in = broken_nodes.next_check_in(session, policy=node_policy, now=broken_nodes.clock())
+    slurm = settings.executor == "slurm"
+    delay = settings.slurm.poll_interval_s if slurm else LOCAL_POLL_INTERVAL_S
     if advance.unfinished or planned:
-        slurm = settings.executor == "slurm"
-        delay = settings.slurm.poll_interval_s if slurm else LOCAL_POLL_INTERVAL_S
         ctx.enqueue_task(task, delay_s=delay)
+    elif check_in is not None:  # nothing else to poll: come back when a check is due
+        ctx.enqueue_task(task, delay_s=max(delay, check_in))
+
+
+def _check_shape(executor: str, test_sets: Mapping[str, TestSet]) -> Shape:
+    """A node check's shape: one local device (the local executor's nodes are its GPUs), or a
+    whole Slurm node (the most GPUs per node any test set uses)."""
+    if executor != "slurm":
+        return Shape(1, 1)
+    per_node = [s.gpus_per_node for t in test_sets.values() for s in t.shapes]
+    return Shape(1, max(per_node, default=1))
 
 
 def replan_after(engine: Engine, finished: Sequence[int], *, settings: Settings) -> list[int]:
@@ -82,6 +108,7 @@ def replan_after(engine: Engine, finished: Sequence[int], *, settings: Settings)
             run_id,
             policy=settings.test_plan_policy,
             infra_retries=settings.infra_retries,
+            flaky_window_days=settings.quarantine_window_days,
         )
         created.extend(outcome.created)
     # The flaky observations these jobs made may quarantine a test; their results may release

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -28,6 +29,7 @@ from stackbot.db.models import IntegrationRun, IntegrationStep, Job, TestFinding
 from stackbot.db.models.jobs import FINISHED_STATES, NOT_REUSABLE_STATES
 from stackbot.domain.integration import RunKind, StepOutcome
 from stackbot.domain.own_tests import file_of
+from stackbot.domain.quarantine import QuarantinePolicy
 from stackbot.domain.test_plan import (
     BISECT,
     CONFIRM,
@@ -41,7 +43,7 @@ from stackbot.domain.test_plan import (
     plan_tree,
 )
 from stackbot.domain.types import PrNumber
-from stackbot.services import read_batch
+from stackbot.services import quarantine, read_batch
 from stackbot.services.jobs import copy_outcome
 
 log = logging.getLogger(__name__)
@@ -87,12 +89,25 @@ def tested_runs(
     ]
 
 
-def plan_run(engine: Engine, run_id: int, *, policy: str, infra_retries: int) -> PlanOutcome:
-    """Create the jobs the run's test plan still wants and store its findings."""
+def plan_run(
+    engine: Engine,
+    run_id: int,
+    *,
+    policy: str,
+    infra_retries: int,
+    flaky_window_days: int = QuarantinePolicy.window_days,
+) -> PlanOutcome:
+    """Create the jobs the run's test plan still wants and store its findings.
+    ``flaky_window_days``: how far back a test's flaky record counts (the quarantine's
+    window): such a test's repeated failure gets more reruns before it counts."""
     outcome = PlanOutcome()
     for _ in range(_MAX_ROUNDS):
         created, changed, final, again = _plan_once(
-            engine, run_id, policy=policy, infra_retries=infra_retries
+            engine,
+            run_id,
+            policy=policy,
+            infra_retries=infra_retries,
+            flaky_window_days=flaky_window_days,
         )
         outcome.created.extend(created)
         outcome.findings_changed |= changed
@@ -102,8 +117,16 @@ def plan_run(engine: Engine, run_id: int, *, policy: str, infra_retries: int) ->
     return outcome
 
 
+def _seen_flaky(session: Session, repo_id: int, window_days: int) -> frozenset[str]:
+    """The repository's tests seen flaky (failed, then passed on a rerun of the same tree)
+    within the window, on the quarantine's clock."""
+    since = quarantine.clock() - timedelta(days=window_days)
+    seen = quarantine_store.flaky_observations(session, repo_id=repo_id, since=since)
+    return frozenset(o.nodeid for o in seen)
+
+
 def _plan_once(
-    engine: Engine, run_id: int, *, policy: str, infra_retries: int
+    engine: Engine, run_id: int, *, policy: str, infra_retries: int, flaky_window_days: int
 ) -> tuple[list[int], bool, bool, bool]:
     with session_scope(engine) as session:
         run = jobs_store.lock_run(session, run_id=run_id)
@@ -134,6 +157,7 @@ def _plan_once(
             infra_retries=infra_retries,
             results_by_tree=known,
             quarantined=quarantine_store.active_tests(session, repo_id=run.repo_id),
+            seen_flaky=_seen_flaky(session, run.repo_id, flaky_window_days),
         )
         templates = {config: job for job in tree_jobs if (config := _config(job))}
         created: list[Job] = []

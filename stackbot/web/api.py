@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request, Response
 
 from stackbot.web import page_cache, pages, readmodel
 from stackbot.web.params import PullNumber, RowId
+from stackbot.web.readmodel.nodes import nodes_view
 from stackbot.web.readmodel.tasks import last_data_change
 
 router = APIRouter(prefix="/api", tags=["api"])
@@ -154,6 +155,18 @@ def api_tasks(request: Request) -> dict[str, Any]:
 def api_maintenance(request: Request) -> dict[str, Any]:
     with pages.session(request) as session:
         view = readmodel.maintenance_view(session, pages.maintenance_settings(request))
+    return view.to_json()
+
+
+@router.get(
+    "/nodes",
+    summary="Nodes excluded from job submissions for repeated infra failures, with the evidence",
+)
+def api_nodes(request: Request) -> dict[str, Any]:
+    """``excluded``: each node with the infra jobs in a row that excluded it (job, time,
+    signature, line) and its node checks since; ``readmitted``: nodes back in, and how."""
+    with pages.session(request) as session:
+        view = nodes_view(session, settings=pages.settings(request))
     return view.to_json()
 
 

@@ -31,6 +31,7 @@ from stackbot.web.joblogs import log_lines, tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
 from stackbot.web.readmodel.closed_children import closed_child_rows
 from stackbot.web.readmodel.jobs import node_names, tested_by
+from stackbot.web.readmodel.nodes import nodes_view
 from stackbot.web.readmodel.quarantine import quarantine_page
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
@@ -155,10 +156,12 @@ def series_gpu(request: Request, slug: str) -> HTMLResponse:
 
 @router.get("/quarantine", response_class=HTMLResponse)
 def quarantine(request: Request) -> HTMLResponse:
-    """Quarantined tests: since when, the evidence, expiry and the release rule's progress."""
+    """Quarantined tests: since when, the evidence, expiry and the release rule's progress;
+    then the nodes excluded for repeated infra failures, with theirs."""
     with pages.session(request) as db:
         page = quarantine_page(db, settings=pages.settings(request))
-    return TEMPLATES.TemplateResponse(request, "quarantine.html", {"page": page})
+        nodes = nodes_view(db, settings=pages.settings(request))
+    return TEMPLATES.TemplateResponse(request, "quarantine.html", {"page": page, "nodes": nodes})
 
 
 @router.get("/series/{slug}/flaky", response_class=HTMLResponse)

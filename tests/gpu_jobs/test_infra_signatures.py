@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpu_jobs.infra_signatures import InfraSignature, find_signature
-from gpu_jobs.spec import JobSpec, Shape
+from gpu_jobs.spec import SPEC_SCHEMA_VERSION, JobSpec, Shape
 from gpu_jobs.testsets import (
     BUILTIN_TEST_SETS,
     TestSetError,
@@ -227,7 +227,7 @@ def test_the_spec_carries_the_list_and_an_older_spec_means_the_nodes_own() -> No
     data = spec.to_dict()
     data["infra_signatures"] = [s.to_dict() for s in mine]
     again = JobSpec.from_dict(data)
-    assert again.infra_signatures == mine and again.schema_version == "1.3"
+    assert again.infra_signatures == mine and again.schema_version == SPEC_SCHEMA_VERSION
     old = {k: v for k, v in data.items() if k != "infra_signatures"}
     assert JobSpec.from_dict({**old, "schema_version": "1.2"}).infra_signatures is None
 

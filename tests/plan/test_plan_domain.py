@@ -41,6 +41,7 @@ class Model:
     main_fails: frozenset[str] = frozenset()
     added: frozenset[str] = frozenset()  # tests of fail_at/flaky_at that main does not have
     quarantined: frozenset[str] = frozenset()
+    seen_flaky: frozenset[str] = frozenset()  # recorded flaky within the window
     flaky_runs: Mapping[str, int] = field(default_factory=dict)  # runs of the tree failing it
     run_number: int = 1
     infra_nodes: list[str] = field(default_factory=list)  # the next jobs' nodes fail as infra
@@ -110,6 +111,7 @@ class Model:
                 bisect=bisect,
                 target_pr=PrNumber(self.prs),
                 quarantined=self.quarantined,
+                seen_flaky=self.seen_flaky,
             )
             if not plan.wanted:
                 return plan
@@ -332,6 +334,31 @@ def test_a_quarantined_test_failing_twice_gets_a_third_run_and_passing_it_is_not
     # Without the quarantine, two failures on the same tree are a new failure.
     plain = Model(prs=5, flaky_at={"test_q": 2}, flaky_runs={"test_q": 2})
     assert _classes(plain.settle())["test_q"][0] == NEW
+
+
+def test_a_test_seen_flaky_before_failing_twice_gets_more_runs_and_passing_one_is_flaky() -> None:
+    # Seen flaky within the window, not quarantined (yet): its two failures on one tree are
+    # not enough to eject a landing; the third run passes, so it is a flake (evidence for its
+    # quarantine), attributed to no PR.
+    model = Model(
+        prs=5,
+        flaky_at={"test_f": 2},
+        flaky_runs={"test_f": 2},
+        seen_flaky=frozenset({"test_f"}),
+    )
+    plan = model.settle()
+    assert _classes(plan) == {"test_f": (FLAKY, None)}
+    [finding] = plan.findings
+    assert finding.evidence["failed_in"] == [1] and finding.evidence["passed_in"] == [3]
+    assert [(j.purpose, j.attempt) for j in model.jobs] == [(TREE, 1), (CONFIRM, 2), (CONFIRM, 3)]
+
+
+def test_a_test_seen_flaky_before_that_fails_every_time_is_a_failure() -> None:
+    model = Model(prs=8, fail_at={"test_f": 6}, seen_flaky=frozenset({"test_f"}))
+    plan = model.settle()
+    assert _classes(plan) == {"test_f": (NEW, 6)}
+    confirms = [j.attempt for j in model.jobs if j.purpose == CONFIRM]
+    assert confirms == [2, 3, 4, 5]
 
 
 def test_a_quarantined_test_that_fails_every_time_is_a_failure() -> None:

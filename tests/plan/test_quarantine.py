@@ -121,3 +121,29 @@ def test_a_quarantine_expires_unless_renewed(engine: Engine, settings: Settings)
     quarantine.review_repository(engine, sim.repo_id, policy=policy, now=now + timedelta(51))
     entry = _entries(sim)[FLAKY]
     assert entry.state == "expired" and entry.renewed_by == "vetter"
+
+
+def test_a_test_seen_flaky_that_fails_a_tree_twice_gets_a_third_run_not_an_ejection(
+    engine: Engine, settings: Settings
+) -> None:
+    sim = _sim(engine, settings, Injected(flaky_at=[3]))
+    sim.push()
+    sim.drive()  # fails once, passes the rerun: seen flaky (not quarantined: one time)
+    sim.injected.flaky_runs = 2  # from now on it fails a tree's first two runs
+    pushed = sim.push(4)
+    sim.drive()
+    [finding] = sim.findings(pushed.series_run)
+    assert (finding.nodeid, finding.failure_class, finding.pr_number) == (FLAKY, "flaky", None)
+    attempts = sorted(j.attempt for j in sim.originals() if j.purpose == "confirm")
+    assert attempts == [2, 2, 3]  # the first push's rerun; this push's rerun and a third run
+    assert not _entries(sim)
+
+
+def test_a_test_never_seen_flaky_that_fails_a_tree_twice_is_a_new_failure(
+    engine: Engine, settings: Settings
+) -> None:
+    sim = _sim(engine, settings, Injected(flaky_at=[3], flaky_runs=2))
+    pushed = sim.push()
+    sim.drive()
+    [finding] = sim.findings(pushed.series_run)
+    assert (finding.failure_class, finding.pr_number) == ("new", 3)

@@ -16,6 +16,7 @@ from stackbot.db.models.integration import IntegrationRun, IntegrationStep
 from stackbot.db.models.jobs import Job, TestFinding, TestResult
 from stackbot.db.models.landing import Landing
 from stackbot.db.models.maintenance import MaintenanceRun
+from stackbot.db.models.nodes import NodeExclusion
 from stackbot.db.models.overrides import DependencyOverrideRow
 from stackbot.db.models.quarantine import QuarantineEntry
 from stackbot.db.models.replies import CommandReply
@@ -33,6 +34,7 @@ __all__ = [
     "Job",
     "Landing",
     "MaintenanceRun",
+    "NodeExclusion",
     "PullRequest",
     "QuarantineEntry",
     "ReadClock",
