@@ -15,7 +15,6 @@ from alembic import op
 from stackbot.db import read_clock
 
 revision: str = "0015"
-# 0014 is reserved for another branch: whichever merges second points this at the other.
 down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

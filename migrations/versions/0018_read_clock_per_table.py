@@ -6,7 +6,7 @@ jobs and results) while those tables' clocks stand still, so a write to a PR's t
 recomputes 5,000 jobs' rows. See ``stackbot/db/read_clock.py``.
 
 Revision ID: 0018
-Revises: 0013
+Revises: 0015
 Create Date: 2026-12-04 21:00:00
 """
 
@@ -18,7 +18,7 @@ from alembic import op
 from stackbot.db import read_clock
 
 revision: str = "0018"
-down_revision: str | None = "0013"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -41,6 +41,7 @@ TABLES = (
     "maintenance_runs",
     "quarantines",
     "landings",
+    "node_exclusions",
 )
 
 
