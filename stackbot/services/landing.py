@@ -7,7 +7,10 @@ with a delay): when main moved or a head changed since it last asked, it asks fo
 be integrated (the integration reuses every result of an identical tree). Merging is done once
 even when the task is redone: each merged PR is written to the landing before the next one is
 touched, and a PR GitHub already shows merged is not merged again. A cancel is read before each
-merge. Nothing here pushes to a contributor's branch.
+merge. Before each merge main must be where the tested tree was made, or where the landing's
+own last merge left it: when someone else moved it half-way, the landing goes back to waiting
+for the rest (integrated and tested on the new main, an identical tree reusing every result)
+instead of leaving an untested tree on main. Nothing here pushes to a contributor's branch.
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ def handle_land(ctx: ServiceContext, task: Land) -> None:
     publish(ctx, client, task.repo, task.landing, base_ref)
     _merge_all(ctx, client, task.repo, task.landing, base_ref)
     publish(ctx, client, task.repo, task.landing, base_ref)
+    after, _ = _load(ctx, task.landing)
+    if after is not None and after.state is LandingState.WAITING:  # main moved under it
+        ctx.enqueue_task(task)
 
 
 def register_tasks(registry: TaskRegistry) -> None:
@@ -84,7 +90,9 @@ def _wait_or_start(
     else the delay before it looks again (or it stopped: nothing to wait for, None is not
     returned then but the state is no longer active)."""
     recheck = ctx.settings.landing.recheck_s
-    pulls = {e.number: client.get_pull(task.repo, PrNumber(e.number)) for e in landing.entries}
+    # What it merged already stays merged (main moved under it half-way): the rest waits.
+    pending = [e for e in landing.entries if e.state == "pending"]
+    pulls = {e.number: client.get_pull(task.repo, PrNumber(e.number)) for e in pending}
     gone = [n for n, p in pulls.items() if not p.is_open]
     if gone:
         why = ", ".join(f"#{n} was {'merged' if pulls[n].merged else 'closed'}" for n in gone)
@@ -92,8 +100,11 @@ def _wait_or_start(
         return None
     heads = {n: p.head_sha for n, p in pulls.items()}
     main_sha = client.branch_sha(task.repo, base_ref)
-    entries = [LandingEntry(e.number, heads[e.number]) for e in landing.entries]
-    numbers = [e.number for e in entries]
+    entries = [
+        LandingEntry(e.number, heads[e.number]) if e.state == "pending" else e
+        for e in landing.entries
+    ]
+    numbers = [e.number for e in pending]
     evidence = tested_tree(
         ctx.engine,
         repo_id=landing.repo_id,
@@ -180,12 +191,17 @@ def _merge_all(
         if not pending:
             _finish(ctx, client, repo, landing, base_ref)
             return
-        if not _merge_one(ctx, client, repo, landing, pending[0]):
+        if not _merge_one(ctx, client, repo, landing, pending[0], base_ref):
             return
 
 
 def _merge_one(
-    ctx: ServiceContext, client: GitHubPort, repo: RepoName, landing: _Landing, entry: LandingEntry
+    ctx: ServiceContext,
+    client: GitHubPort,
+    repo: RepoName,
+    landing: _Landing,
+    entry: LandingEntry,
+    base_ref: str,
 ) -> bool:
     number = PrNumber(entry.number)
     pull = client.get_pull(repo, number)
@@ -194,6 +210,25 @@ def _merge_one(
         return True
     if pull.head_sha != entry.head_sha:
         _refused(ctx, landing, entry, "a new push: its head is no longer the tested one")
+        return False
+    # main must be where the tested tree was made (or where this landing's last merge left
+    # it): merging onto a main moved by someone else would leave an untested tree on it.
+    # (main_sha is where its tree was last tested: after a wait, that is after its merges)
+    merged = [e.merge_sha for e in landing.entries if e.state == "merged" and e.merge_sha]
+    expected = {sha for sha in (landing.main_sha, *merged[-1:]) if sha}
+    tip = client.branch_sha(repo, base_ref) if expected else None
+    if tip is not None and tip not in expected:
+        # Back to waiting: the rest is integrated and tested on the new main (an identical
+        # tree reuses every result), then merges; what merged stays merged.
+        _save(
+            ctx,
+            landing.id,
+            state=LandingState.WAITING,
+            waiting_for=(
+                f"the rest to be tested on `{base_ref}` at `{tip[:10]}`: `{base_ref}` moved "
+                "while it merged (not by this landing)"
+            ),
+        )
         return False
     _retarget_children(client, repo, pull)
     try:
