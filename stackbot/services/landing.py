@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.adapters.github_errors import GitHubRejected
-from stackbot.db import dashboard_store, landing_store
+from stackbot.db import dashboard_store, github_store, landing_store
 from stackbot.db.engine import session_scope
 from stackbot.domain.landing import (
     LandingEntry,
@@ -105,10 +105,13 @@ def _wait_or_start(
         for e in landing.entries
     ]
     numbers = [e.number for e in pending]
+    # Once its first PRs merged, the rest may be a series of another name (one named after
+    # its root PR): the evidence and the integration are asked of the series it is now.
+    series_key = _series_now(ctx, landing, numbers)
     evidence = tested_tree(
         ctx.engine,
         repo_id=landing.repo_id,
-        series_key=landing.series_key,
+        series_key=series_key,
         numbers=numbers,
         heads=heads,
         main_sha=main_sha,
@@ -120,15 +123,14 @@ def _wait_or_start(
     if evidence.state != "green":
         asked_before = landing.main_sha == main_sha and list(landing.entries) == entries
         if not asked_before:
-            ctx.enqueue_task(
-                Integrate(task.repo, SeriesKey(landing.series_key), None, reason="landing")
-            )
+            ctx.enqueue_task(Integrate(task.repo, SeriesKey(series_key), None, reason="landing"))
         _save(
             ctx,
             landing.id,
             entries=entries,
             main_sha=main_sha,
             waiting_for=_waiting(evidence, main_sha, base_ref),
+            series_key=series_key,
         )
         return recheck
     needs = _protection_needs(client, task.repo, base_ref, pulls)
@@ -146,6 +148,16 @@ def _wait_or_start(
         tested_tree=evidence.tree,
     )
     return None
+
+
+def _series_now(ctx: ServiceContext, landing: _Landing, numbers: Sequence[int]) -> str:
+    """The series key the landing's first pending PR is in now (the landing's own when it is
+    still one of them)."""
+    if not numbers:
+        return landing.series_key
+    with session_scope(ctx.engine, immediate=False) as session:
+        keys = github_store.series_keys_of(session, repo_id=landing.repo_id, number=numbers[0])
+    return landing.series_key if landing.series_key in keys or not keys else keys[0]
 
 
 def _waiting(evidence: TreeEvidence, main_sha: str, base_ref: str) -> str:
