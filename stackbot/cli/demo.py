@@ -23,13 +23,17 @@ def register(subparsers: Any) -> None:
             "executor), creates a Megatron-like repository with the stacked series "
             "#8034 → #8035 → #8748 of tracking issue #6307, a conflicting PR and a superseded "
             "one, vets it, runs the GPU test sets with torchrun (CPU ranks with gloo when there "
-            "is no GPU), and posts the results back. Tells what happens, then each PR's verdict, "
-            "its sticky comment and the dashboard URL. While it serves, `stackbot demo comment` "
+            "is no GPU), and posts the results back; then a maintainer lands the tested series "
+            "with `/stackbot land`. Tells what happens, then each PR's verdict, its sticky "
+            "comment, the landing's account, the GPU jobs it cost and the dashboard URL. While it "
+            "serves, `stackbot demo comment` "
             "and `stackbot demo push` act on it as its people would (its GitHub stand-in listens "
             "on --port + 1)."
         ),
     )
-    parser.add_argument("--once", action="store_true", help="exit when every report is posted")
+    parser.add_argument(
+        "--once", action="store_true", help="exit once every report is posted and the series landed"
+    )
     parser.add_argument("--port", type=_port, default=8000, help="dashboard port (default 8000)")
     parser.add_argument(
         "--workdir",

@@ -2,7 +2,7 @@
 through its GitHub stand-in (which listens on the demo's port + 1), and watch stackbot answer.
 
     stackbot demo comment 8050 "/ok to test 6be650e" --as maintainer-p
-    stackbot demo push 8748 --as contributor-z
+    stackbot demo push 8050 --as contributor-z
 
 A comment is posted as ``--as`` (one of the demo's people, or anyone: an unknown login is a
 user without access); a push commits one file on the PR's head branch as ``--as`` (default: the

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from sqlmodel import Session, col, select
 
-from stackbot.db.models import IntegrationRun, Job, Landing, TestFinding
+from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Landing, TestFinding
 from stackbot.db.models._columns import utcnow
 from stackbot.domain.landing import LandingEntry, LandingState
 from stackbot.domain.landing_text import LandingView
@@ -168,7 +168,17 @@ def newest_matching_run(
         query = query.where(IntegrationRun.target_pr == target_pr)
     wanted = {str(n): sha for n, sha in heads.items()}
     for run in session.exec(query.order_by(col(IntegrationRun.id).desc()).limit(20)):
-        if dict(run.heads or {}) == wanted:
+        held = dict(run.heads or {})
+        if held == wanted:
+            return run
+        if kind != "series" or run.id is None:
+            continue
+        # A series run also merged PRs that are not landed because it left them out of its
+        # tree (a conflict): its tree is still exactly main + these heads.
+        extra = set(held) - set(wanted)
+        if {n: held.get(n) for n in wanted} == wanted and extra <= {
+            str(n) for n in left_out_of_run(session, run_id=run.id)
+        }:
             return run
     return None
 
@@ -186,6 +196,43 @@ def has_series_run(session: Session, *, repo_id: int, series_key: str, base_sha:
         ).first()
         is not None
     )
+
+
+LEFT_OUT = ("conflict", "skipped")
+
+
+def left_out_of_run(session: Session, *, run_id: int) -> dict[int, str]:
+    """The PRs an integration run left out of its tree, with why (in words)."""
+    steps = session.exec(
+        select(IntegrationStep).where(
+            IntegrationStep.run_id == run_id, col(IntegrationStep.outcome).in_(LEFT_OUT)
+        )
+    ).all()
+    found: dict[int, str] = {}
+    for step in steps:
+        if step.outcome == "skipped":
+            found[step.pr_number] = step.skipped_reason or "left out"
+            continue
+        others = ", ".join(f"#{n}" for n in step.conflicts_with)
+        found[step.pr_number] = f"it conflicts with {others or 'the base'}"
+    return found
+
+
+def left_out_of_series(session: Session, *, repo_id: int, series_key: str) -> dict[int, str]:
+    """The PRs the newest finished integration of the series left out of its tree."""
+    run = session.exec(
+        select(IntegrationRun)
+        .where(
+            IntegrationRun.repo_id == repo_id,
+            IntegrationRun.kind == "series",
+            IntegrationRun.series_key == series_key,
+            col(IntegrationRun.status).not_in(("pending", "running")),
+        )
+        .order_by(col(IntegrationRun.id).desc())
+    ).first()
+    if run is None or run.id is None:
+        return {}
+    return left_out_of_run(session, run_id=run.id)
 
 
 def tree_jobs_and_findings(session: Session, *, run_id: int) -> tuple[list[Job], list[TestFinding]]:

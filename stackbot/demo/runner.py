@@ -3,8 +3,10 @@
 Starts the GitHub stand-in and stackbot (SQLite, one embedded worker, the local executor),
 installs stackbot as a GitHub App on the stand-in, plays :mod:`stackbot.demo.scenario`, waits
 until every report is posted (the GPU jobs really run: torchrun on CPU with gloo, or on the
-host's GPUs), prints each PR's sticky comment and the dashboard URL, and keeps serving until
-interrupted (``--once``: exits 0 when every report is posted, non-zero with the reason if not).
+host's GPUs), prints each PR's sticky comment, then lands the tested series with a
+maintainer's ``/stackbot land`` (:mod:`stackbot.demo.landing`) and prints the landing's account
+and the GPU jobs it cost, and keeps serving until interrupted (``--once``: exits 0 when the
+series landed and every report is posted, non-zero with the reason if not).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,7 +38,16 @@ from stackbot.db import migrate
 from stackbot.db.models import Approval, IntegrationRun, IntegrationStep, Job, Task
 from stackbot.db.models._columns import utcnow
 from stackbot.demo import scenario
+from stackbot.demo.landing import (
+    LandingOutcome,
+    follow_landing,
+    gpu_job_lines,
+    jobs_between,
+    last_job_id,
+    runs_by_id,
+)
 from stackbot.demo.story import JobFacts, RunFacts, StepFacts, Story, busy_words, pr_summary
+from stackbot.domain.landing_text import LANDING_MARKER
 from stackbot.domain.report import MARKER
 from stackbot.domain.report_view import test_set_words
 from stackbot.standin import StandinServer
@@ -56,6 +67,7 @@ class DemoResult:
     comments: dict[int, str] = field(default_factory=dict)
     dashboard: str = ""
     elapsed_s: float = 0.0
+    landing: LandingOutcome | None = None
 
 
 class DemoStack:
@@ -276,12 +288,27 @@ def run_demo(
         play.setup()
         play.branch_before_main_moves()
         play.merge_superseding_change()
+        play.protect_main()
         heads = play.open_series()
         play.vet(heads)
-        result = wait_until_reported(stack, settings, timeout_s=timeout_s, say=say)
-        result.elapsed_s = time.monotonic() - started
+        story = Story()
+        result = wait_until_reported(stack, settings, timeout_s=timeout_s, say=say, story=story)
         result.dashboard = f"{stack.url}/series/{scenario.SERIES_KEY.strip('#')}"
-        print_result(result, say)
+        print_result(result)
+        refresh_first_job = last_job_id(settings.effective_database_url) + 1
+        if result.ok:
+            result = refresh_before_landing(stack, settings, play, say, story, started, timeout_s)
+        if result.ok:
+            left = max(60.0, timeout_s - (time.monotonic() - started))
+            result.landing = land_series(stack, settings, play, say, story, timeout_s=left)
+            result.landing.refresh_jobs, result.landing.refresh_reused = jobs_between(
+                settings.effective_database_url, refresh_first_job, result.landing.first_job_id
+            )
+            print_landing(result.landing, settings)
+            if not result.landing.ok:
+                result.ok, result.reason = False, result.landing.reason
+        result.elapsed_s = time.monotonic() - started
+        say_result(result, say)
         if not once and result.ok:
             print_try_it(port, heads)
             say("serving until interrupted (Ctrl-C)")
@@ -384,16 +411,111 @@ def _tree_of(job: Job, runs: dict[int, IntegrationRun]) -> str:
     return f"#{run.target_pr}'s stack"
 
 
-def wait_until_reported(
-    stack: DemoStack, settings: Settings, *, timeout_s: float, say: Say
+def refresh_before_landing(
+    stack: DemoStack,
+    settings: Settings,
+    play: scenario.DemoScenario,
+    say: Say,
+    story: Story,
+    started: float,
+    timeout_s: float,
 ) -> DemoResult:
-    """Wait until the queue is idle, every job has finished and every PR has its report."""
+    """The authors refresh their branches (main merged in, the allowlist regenerated), the
+    vetter approves #8748's new head, and stackbot reports again on the new heads (the series
+    tree is the one it tested: every result is reused)."""
+    say("before landing, the authors bring their branches up to date")
+    heads = play.refresh_branches()
+    play.vet_head(8748, heads[8748])
+
+    def on_new_heads(comments: dict[int, str]) -> bool:
+        return all(f"#{n} at `{sha[:7]}`" in comments.get(n, "") for n, sha in heads.items())
+
+    left = max(60.0, timeout_s - (time.monotonic() - started))
+    result = wait_until_reported(
+        stack, settings, timeout_s=left, say=say, story=story, settled=on_new_heads
+    )
+    result.dashboard = f"{stack.url}/series/{scenario.SERIES_KEY.strip('#')}"
+    return result
+
+
+def land_series(
+    stack: DemoStack,
+    settings: Settings,
+    play: scenario.DemoScenario,
+    say: Say,
+    story: Story,
+    *,
+    timeout_s: float,
+) -> LandingOutcome:
+    """The demo's ending: maintainer-p reviews the tested series and lands it with
+    ``/stackbot land``; the terminal tells the landing and what stackbot does after it."""
+    from stackbot.db.engine import make_engine
+
+    url = settings.effective_database_url
+    first_job_id = last_job_id(url) + 1
+    say("the series is tested green: a maintainer lands it")
+    play.review()
+    play.land()
+    engine = make_engine(url)
+    progress = Progress(say)
+
+    def observe() -> tuple[str, str, bool]:
+        with Session(engine) as session:
+            tasks = session.exec(select(Task.status, Task.kind, Task.run_after)).all()
+            job_rows = list(session.exec(select(Job)).all())
+            runs = {run.id or 0: run for run in session.exec(select(IntegrationRun)).all()}
+            facts = _story_facts(session, runs, job_rows)
+            session.expunge_all()
+        for event in story.update(**facts, replies=_replies(stack)):
+            progress.event(event)
+        busy = _busy(tasks)
+        key, line = progress_line(job_rows, runs, busy, utcnow())
+        idle = not busy and all(job.status in FINISHED_JOBS for job in job_rows)
+        return key, line, idle
+
+    try:
+        return follow_landing(
+            stack,
+            url,
+            first_job_id=first_job_id,
+            tell=progress.event,
+            show=progress.show,
+            observe=observe,
+            timeout_s=timeout_s,
+        )
+    finally:
+        progress.end()
+        engine.dispose()
+
+
+def _busy(tasks: Sequence[tuple[str, str, datetime]]) -> list[str]:
+    """The kinds of the tasks running now or due within seconds (the periodic reconcile waits
+    far longer)."""
+    soon = utcnow() + timedelta(seconds=5)
+    return [
+        kind
+        for status, kind, run_after in tasks
+        if status == "running" or (status == "pending" and _aware(run_after) <= soon)
+    ]
+
+
+def wait_until_reported(
+    stack: DemoStack,
+    settings: Settings,
+    *,
+    timeout_s: float,
+    say: Say,
+    story: Story | None = None,
+    settled: Callable[[dict[int, str]], bool] | None = None,
+) -> DemoResult:
+    """Wait until the queue is idle, every job has finished and every PR has its report (and
+    the reports are what ``settled`` waits for)."""
     from stackbot.db.engine import make_engine
 
     engine = make_engine(settings.effective_database_url)
     deadline = time.monotonic() + timeout_s
     progress = Progress(say)
-    story = Story()
+    story = story if story is not None else Story()
     try:
         while True:
             with Session(engine) as session:
@@ -406,12 +528,7 @@ def wait_until_reported(
             for event in story.update(**facts, replies=_replies(stack)):
                 progress.event(event)
             jobs = [job.status for job in job_rows]
-            soon = utcnow() + timedelta(seconds=5)  # the periodic reconcile waits far longer
-            busy = [
-                kind
-                for status, kind, run_after in tasks
-                if status == "running" or (status == "pending" and _aware(run_after) <= soon)
-            ]
+            busy = _busy(tasks)
             done_jobs = sum(1 for status in jobs if status in FINISHED_JOBS)
             key, line = progress_line(job_rows, runs, busy, utcnow())
             progress.show(key, line)
@@ -432,7 +549,7 @@ def wait_until_reported(
             if not busy and jobs and done_jobs == len(jobs):
                 comments = sticky_comments(stack)
                 missing = [n for n in scenario.REPORTED_PRS if n not in comments]
-                if not missing:
+                if not missing and (settled is None or settled(comments)):
                     progress.end()
                     problems = [n for n in jobs if n in ("infra", "error", "timeout")]
                     ok = not problems
@@ -508,7 +625,8 @@ def _replies(stack: DemoStack) -> list[tuple[int, int, str]]:
     found = []
     for number in scenario.REPORTED_PRS:
         for comment in stack.github.control.comments(scenario.REPO, number):
-            if comment.via_app and not comment.body.startswith(MARKER):
+            # the landing's own comment, edited as it goes, is told by the landing's story
+            if comment.via_app and not comment.body.startswith((MARKER, LANDING_MARKER)):
                 found.append((number, comment.id, comment.body))
     return found
 
@@ -528,21 +646,22 @@ def sticky_comments(stack: DemoStack) -> dict[int, str]:
 
 
 def print_try_it(port: int, heads: dict[int, str]) -> None:
-    """How to act on the running demo as its people would, from another terminal."""
+    """How to act on the running demo as its people would, from another terminal: the series
+    has landed, #8050 is the PR still open."""
     flag = "" if port == 8000 else f" --port {port}"
     sys.stdout.write(
         "\nAct on it as a user would, from another terminal (stackbot answers on the PR):\n"
-        f'  stackbot demo comment 8050 "/stackbot depends-on #8035" --as {scenario.OUTSIDER}'
-        f"{flag}\n"
+        f'  stackbot demo comment 8050 "/stackbot status" --as {scenario.VETTER}{flag}\n'
         f'  stackbot demo comment 8050 "/ok to test {heads.get(8050, "")[:7]}" --as '
         f"{scenario.VETTER}{flag}\n"
-        f"  stackbot demo push 8748 --as {scenario.OUTSIDER}{flag}\n"
-        f'  stackbot demo comment 8748 "/stackbot status" --as {scenario.VETTER}{flag}\n\n'
+        f"  stackbot demo push 8050 --as {scenario.OUTSIDER}{flag}"
+        "     # a new head: its approval no longer holds\n\n"
     )
     sys.stdout.flush()
 
 
-def print_result(result: DemoResult, say: Say) -> None:
+def print_result(result: DemoResult) -> None:
+    """Where each PR stands once every report is posted: one line each, then each comment."""
     if result.comments:
         sys.stdout.write("\nWhere each PR stands (its sticky comment's first lines):\n")
         for number, body in sorted(result.comments.items()):
@@ -553,8 +672,41 @@ def print_result(result: DemoResult, say: Say) -> None:
         shown = body.replace(MARKER + "\n", "", 1).replace(MARKER, "", 1)
         sys.stdout.write(shown.strip() + "\n")
     sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+def print_landing(outcome: LandingOutcome, settings: Settings) -> None:
+    """The landing's account (its comment), #8050 on the new main, and the GPU jobs it cost."""
+    out = sys.stdout
+    out.write("──── the landing " + "─" * 56 + "\n")
+    comment = outcome.landing_comment.replace(LANDING_MARKER, "", 1).strip()
+    out.write((comment or "(no landing comment was posted)") + "\n")
+    retargeted = ", ".join(f"#{n} (from {base})" for n, base in outcome.retargeted.items())
+    if retargeted:
+        out.write(f"Retargeted onto main before their parent merged: {retargeted}.\n")
+    closed = outcome.closed_unmerged
+    out.write(
+        "Closed by GitHub for a deleted base branch: "
+        + (", ".join(f"#{n}" for n in closed) if closed else "none")
+        + ".\n"
+    )
+    for number, body in sorted(outcome.open_report.items()):
+        out.write(
+            f"Still open, reported against the new main {outcome.main_sha[:7]}: "
+            f"{pr_summary(number, body)}\n"
+        )
+    out.write("\n")
+    for line in gpu_job_lines(outcome, runs_by_id(settings.effective_database_url)):
+        out.write(line + "\n")
+    out.write("\n")
+    out.flush()
+
+
+def say_result(result: DemoResult, say: Say) -> None:
     if result.ok:
-        say(f"every report is posted ({result.elapsed_s:.0f} s). Dashboard: {result.dashboard}")
+        say(
+            f"every report is posted and the series landed ({result.elapsed_s:.0f} s). "
+            f"Dashboard: {result.dashboard}"
+        )
     else:
         say(f"demo did not finish: {result.reason}")
-    sys.stdout.flush()

@@ -9,6 +9,10 @@ of a ``parallel_state`` deprecation series.
 - #8050 edits the same lines of ``transformer_layer.py`` as #8035: a real conflict;
 - #8040, superseded by #8893 and closed.
 
+main is protected (one approving review, the check ``stackbot/tests: amax-group 1x4``) and
+deletes a PR's branch when it merges. Once the series is tested, ``maintainer-p`` reviews it and
+lands it with ``/stackbot land`` (:mod:`stackbot.demo.landing` follows that); #8050 stays open.
+
 People: ``connor-xy`` is a trusted author (tested automatically), ``maintainer-p`` a vetter
 (write access), ``contributor-z`` neither: its ``/ok to test`` is refused, the vetter's accepted.
 """
@@ -30,7 +34,10 @@ TRACKING_ISSUE = 6307
 SERIES_KEY = "#6307"
 # PRs the demo expects a final report on (open at the end).
 REPORTED_PRS = (8034, 8035, 8748, 8050)
-TESTED_PRS = (8034, 8035, 8748)
+TESTED_PRS = (8034, 8035, 8748)  # the series the demo ends by landing
+# What main's branch protection asks of a PR before it merges (besides one approving review by
+# someone with write access): a check stackbot posts on every PR of a tested tree.
+REQUIRED_CHECK = "stackbot/tests: amax-group 1x4"
 
 Say = Callable[[str], None]
 
@@ -147,6 +154,9 @@ class DemoScenario:
         for login in (TRUSTED, VETTER, OUTSIDER):
             c.add_user(login, email=f"{login}@users.noreply.github.com")
         c.create_repo(REPO, files=with_allowlist(MAIN), author=VETTER)
+        # As on GitHub with "automatically delete head branches": a PR still based on a merged
+        # PR's branch would be closed by GitHub, so the landing retargets it first.
+        c.set_merge_settings(REPO, delete_branch_on_merge=True)
         c.set_permission(REPO, VETTER, "write")
         c.set_permission(REPO, TRUSTED, "write")
         c.set_permission(REPO, OUTSIDER, "read")
@@ -211,6 +221,15 @@ class DemoScenario:
         c.merge_pull(REPO, 8893, merger=VETTER)
         self.say("#8040 superseded by #8893; #8893 merged into main (main's allowlist moved)")
 
+    def protect_main(self) -> None:
+        """main's branch protection, as a maintained repository has it: merging needs one
+        approving review by someone with write access and stackbot's test check passed."""
+        self.c.protect_branch(REPO, "main", required_checks=[REQUIRED_CHECK], approvals=1)
+        self.say(
+            f"main is protected: a PR merges with 1 approving review by someone with write "
+            f"access and the check `{REQUIRED_CHECK}` passed"
+        )
+
     def open_series(self) -> dict[int, str]:
         c = self.c
         heads = {}
@@ -245,6 +264,62 @@ class DemoScenario:
         self.say(f"{OUTSIDER} (not a vetter) commented `/ok to test {short}` on #8748")
         c.comment(REPO, 8748, VETTER, f"/ok to test {short}")
         self.say(f"{VETTER} (a vetter) commented `/ok to test {short}` on #8748")
+
+    def refresh_branches(self) -> dict[int, str]:
+        """Before landing, the authors bring their branches up to date and refresh the
+        allowlist, as Megatron-LM's checker asks: GitHub's merge button cannot regenerate a
+        generated file. Without it GitHub refuses #8035 (its allowlist conflicts with main's
+        since #8893) and merges #8748 textually, leaving a stale allowlist on main: not the tree
+        stackbot tested. With it each merge writes exactly the tested tree. Returns the new
+        heads (the series tree is unchanged: its results are reused)."""
+        from stackbot.standin import hosting
+
+        c = self.c
+        bare = c.repo(REPO).bare_path
+        main = self._sha("main")
+        second, third = SERIES_PRS[1], SERIES_PRS[2]
+        updates = (
+            (second, main, "main", (CHANGES_8034, CHANGES_8035)),
+            (third, None, second.branch, (CHANGES_8034, CHANGES_8035, CHANGES_8748)),
+        )
+        heads: dict[int, str] = {}
+        for pr, other, other_name, layers in updates:
+            other = other or heads[second.number]
+            whole = with_allowlist(_tree(MAIN, CHANGES_8893, *layers))
+            sha = hosting.commit_files(
+                bare,
+                parent=self._sha(pr.branch),
+                files={**CHANGES_8893, mf.ALLOWLIST_PATH: whole[mf.ALLOWLIST_PATH]},
+                message=f"Merge branch '{other_name}' into {pr.branch}\n\n"
+                f"Refresh {mf.ALLOWLIST_PATH}.\n",
+                author=c.signature(pr.author),
+                timestamp=c.state.now(),
+                extra_parents=(other,),
+            )
+            c.set_branch(REPO, pr.branch, sha, pusher=pr.author)
+            heads[pr.number] = sha
+            self.say(
+                f"{pr.author} merged {other_name} into #{pr.number}'s branch and refreshed its "
+                f"allowlist ({sha[:7]}): GitHub's merge cannot regenerate it"
+            )
+        return heads
+
+    def vet_head(self, number: int, sha: str) -> None:
+        self.c.comment(REPO, number, VETTER, f"/ok to test {sha[:7]}")
+        self.say(f"{VETTER} (a vetter) commented `/ok to test {sha[:7]}` on #{number}")
+
+    def review(self) -> None:
+        """The vetter reviews the tested series and approves each PR (main's protection asks
+        for one approving review; none of the three is the vetter's own)."""
+        for number in TESTED_PRS:
+            self.c.approve(REPO, number, VETTER)
+        names = ", ".join(f"#{n}" for n in TESTED_PRS[:-1]) + f" and #{TESTED_PRS[-1]}"
+        self.say(f"{VETTER} reviewed {names} and approved each (what main's protection asks)")
+
+    def land(self) -> None:
+        top = TESTED_PRS[-1]
+        self.c.comment(REPO, top, VETTER, "/stackbot land")
+        self.say(f"{VETTER} commented `/stackbot land` on #{top}: land the tested series")
 
     def _sha(self, branch: str) -> str:
         from stackbot.standin import hosting

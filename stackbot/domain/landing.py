@@ -13,7 +13,8 @@ order, or its prefix up to and including #N, bottom-up. Before anything merges:
 
 Then each PR, bottom first: its children are retargeted onto main (GitHub closes a PR whose base
 branch is deleted), then it is merged naming the tested head SHA, with the repository's merge
-method. When GitHub refuses one (a new push: 409; a check or review missing, a conflict: 405),
+method. When main moved under it half-way (not by its own merges), the landing waits again: the
+rest must be tested on the new main before it merges. When GitHub refuses one (a new push: 409; a check or review missing, a conflict: 405),
 the landing stops there: what merged stays merged, the rest stays open and based on main (their
 parent landed, so they were retargeted), and every PR of the landing says so.
 
@@ -92,10 +93,20 @@ class TreeEvidence:
     detail: str = ""
 
 
-def landing_order(order: Sequence[int], open_prs: Iterable[int], up_to: int | None) -> list[int]:
+def landing_order(
+    order: Sequence[int],
+    open_prs: Iterable[int],
+    up_to: int | None,
+    left_out: Iterable[int] = (),
+) -> list[int]:
     """The PRs a landing takes, bottom first: the series' open PRs in series order, up to and
-    including ``up_to`` (all of them without it). Empty when ``up_to`` is not one of them."""
-    still_open = set(open_prs)
+    including ``up_to`` (all of them without it). Empty when ``up_to`` is not one of them.
+
+    ``left_out``: the PRs the series' integration left out of its tree (a conflict, or a parent
+    left out). The tree a landing leaves on main must be a tested one, and the series tree that
+    was tested does not hold them: they are not landed, they stay open (a conflicting sibling
+    such as #8050 does not hold back the series it conflicts with)."""
+    still_open = set(open_prs) - set(left_out)
     numbers = [n for n in order if n in still_open]
     if up_to is None:
         return numbers

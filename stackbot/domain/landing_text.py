@@ -4,7 +4,7 @@ what it waits for, and once it ends, what landed, what did not and why."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from stackbot.domain.landing import LandingEntry, LandingState
@@ -37,17 +37,31 @@ def order_text_of(numbers: Sequence[int]) -> str:
     return " → ".join(f"#{n}" for n in numbers)
 
 
-def landing_reply(view: LandingView) -> str:
-    """The reply to a vetter's ``/stackbot land``."""
+def landing_reply(view: LandingView, left_out: Mapping[int, str] | None = None) -> str:
+    """The reply to a vetter's ``/stackbot land`` (``left_out``: open PRs of the series its
+    tested tree does not hold, with why: they are not landed and stay open)."""
     what = "the series" if view.up_to is None else f"the series up to #{view.up_to}"
+    left = "".join(
+        f" #{n} is not landed ({why}, so the tested series tree leaves it out): it stays open."
+        for n, why in sorted((left_out or {}).items())
+    )
     return (
         f"Queued {what} for landing: {order_text(view.entries)}, bottom-up, each with "
-        f"`{view.merge_method}` at its tested head. The landing comment on each PR says what it "
-        "waits for; `/stackbot land cancel` takes it out of the queue."
+        f"`{view.merge_method}` at its tested head.{left} The landing comment on each PR says "
+        "what it waits for; `/stackbot land cancel` takes it out of the queue."
     )
 
 
-def nothing_to_land_reply(number: int, up_to: int | None) -> str:
+def nothing_to_land_reply(
+    number: int, up_to: int | None, left_out: Mapping[int, str] | None = None
+) -> str:
+    why = (left_out or {}).get(up_to if up_to is not None else number)
+    if why is not None:
+        target = up_to if up_to is not None else number
+        return (
+            f"#{target} was left out of the series' tested tree ({why}): nothing queued for "
+            "landing. Resolve the conflict, then `/stackbot land` again."
+        )
     if up_to is not None:
         return f"#{up_to} is not an open PR of #{number}'s series: nothing queued for landing."
     return f"#{number} is not in a series stackbot has built yet: nothing queued for landing."

@@ -7,7 +7,10 @@ with a delay): when main moved or a head changed since it last asked, it asks fo
 be integrated (the integration reuses every result of an identical tree). Merging is done once
 even when the task is redone: each merged PR is written to the landing before the next one is
 touched, and a PR GitHub already shows merged is not merged again. A cancel is read before each
-merge. Nothing here pushes to a contributor's branch.
+merge. Before each merge main must be where the tested tree was made, or where the landing's
+own last merge left it: when someone else moved it half-way, the landing goes back to waiting
+for the rest (integrated and tested on the new main, an identical tree reusing every result)
+instead of leaving an untested tree on main. Nothing here pushes to a contributor's branch.
 
 Behind other landings of the repository (the gate), a landing asks for its speculative tree
 (main + the landings ahead + its PRs) as a ``gate`` integration and waits for them to land; when
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.adapters.github_errors import GitHubRejected
-from stackbot.db import dashboard_store, landing_store
+from stackbot.db import dashboard_store, github_store, landing_store
 from stackbot.db.engine import session_scope
 from stackbot.domain.landing import (
     EvidenceState,
@@ -82,6 +85,9 @@ def handle_land(ctx: ServiceContext, task: Land) -> None:
     publish(ctx, client, task.repo, task.landing, base_ref)
     _merge_all(ctx, client, task.repo, task.landing, base_ref)
     publish(ctx, client, task.repo, task.landing, base_ref)
+    after, _ = _load(ctx, task.landing)
+    if after is not None and after.state is LandingState.WAITING:  # main moved under it
+        ctx.enqueue_task(task)
 
 
 def register_tasks(registry: TaskRegistry) -> None:
@@ -104,7 +110,9 @@ def _wait_or_start(
     Only the head merges; a failed tree stops the landing only at the head (behind, a landing
     ahead that fails too is taken out and this one is tested again without it)."""
     recheck = ctx.settings.landing.recheck_s
-    pulls = {e.number: client.get_pull(task.repo, PrNumber(e.number)) for e in landing.entries}
+    # What it merged already stays merged (main moved under it half-way): the rest waits.
+    pending = [e for e in landing.entries if e.state == "pending"]
+    pulls = {e.number: client.get_pull(task.repo, PrNumber(e.number)) for e in pending}
     gone = [n for n, p in pulls.items() if not p.is_open]
     if gone:
         why = ", ".join(f"#{n} was {'merged' if pulls[n].merged else 'closed'}" for n in gone)
@@ -112,9 +120,15 @@ def _wait_or_start(
         return None
     heads = {n: p.head_sha for n, p in pulls.items()}
     main_sha = client.branch_sha(task.repo, base_ref)
-    entries = [LandingEntry(e.number, heads[e.number]) for e in landing.entries]
-    own = tuple(e.number for e in entries)
-    queue, known_heads, own_trees = _gate_queue(ctx, landing, own, heads)
+    entries = [
+        LandingEntry(e.number, heads[e.number]) if e.state == "pending" else e
+        for e in landing.entries
+    ]
+    own = tuple(e.number for e in pending)
+    # Once its first PRs merged, the rest may be a series of another name (one named after
+    # its root PR): the evidence and the integration are asked of the series it is now.
+    series_key = _series_now(ctx, landing, list(own))
+    queue, known_heads, own_trees = _gate_queue(ctx, landing, own, heads, series_key)
 
     def judge(prs: tuple[int, ...]) -> EvidenceState:
         return _evidence(ctx, landing, prs, known_heads, main_sha, own_trees).state
@@ -144,13 +158,16 @@ def _wait_or_start(
         return recheck
     if evidence.state != "green":
         if evidence.state == "untested":
-            ctx.enqueue_task(_integration(ctx, task, landing, place.prs, evidence, main_sha))
+            ctx.enqueue_task(
+                _integration(ctx, task, landing, place.prs, evidence, main_sha, series_key)
+            )
         _save(
             ctx,
             landing.id,
             entries=entries,
             main_sha=main_sha,
             waiting_for=_waiting(evidence, main_sha, base_ref, place, ahead_text),
+            series_key=series_key,
         )
         return recheck
     if not place.at_head:
@@ -163,6 +180,7 @@ def _wait_or_start(
             waiting_for=why,
             tested_run_id=evidence.run_id,
             tested_tree=evidence.tree,
+            series_key=series_key,
         )
         return recheck
     needs = _protection_needs(client, task.repo, base_ref, pulls)
@@ -183,7 +201,11 @@ def _wait_or_start(
 
 
 def _gate_queue(
-    ctx: ServiceContext, landing: _Landing, own: tuple[int, ...], heads: Mapping[int, str]
+    ctx: ServiceContext,
+    landing: _Landing,
+    own: tuple[int, ...],
+    heads: Mapping[int, str],
+    series_key: str,
 ) -> tuple[list[QueueItem], dict[int, str], dict[tuple[int, ...], tuple[str, bool]]]:
     """The repository's gate (active landings, oldest first) with each one's PRs still to
     merge, the heads they were last seen at (this landing's: now), and each landing's own tree
@@ -202,12 +224,12 @@ def _gate_queue(
                 pending = [e for e in landing_store.entries_of(row) if e.state != "merged"]
                 prs = tuple(e.number for e in pending)
                 known.update({e.number: e.head_sha for e in pending})
-            trees[prs] = (row.series_key, row.up_to is None)
+            trees[prs] = (series_key if row.id == landing.id else row.series_key, row.up_to is None)
             merging = row.state == LandingState.MERGING.value
             queue.append(QueueItem(row.id, prs, merging))
     if all(item.landing_id != landing.id for item in queue):
         queue.append(QueueItem(landing.id, own))  # cancelled meanwhile: judged as the last
-        trees[own] = (landing.series_key, landing.up_to is None)
+        trees[own] = (series_key, landing.up_to is None)
     return queue, known, trees
 
 
@@ -245,16 +267,17 @@ def _integration(
     prs: tuple[int, ...],
     evidence: TreeEvidence,
     main_sha: str,
+    series_key: str,
 ) -> Integrate:
     """What to integrate for a tree nobody tested: the series, when the landing is the whole
     series alone on main and the series has no run on this main yet (what every integration of
     it makes); else exactly the tree's PRs as a gate run (a tree behind other landings, a
     prefix, or a series whose PRs are no longer the landing's)."""
-    series = SeriesKey(landing.series_key)
+    series = SeriesKey(series_key)
     if prs == _own(landing) and landing.up_to is None and evidence.run_id is None:
         with session_scope(ctx.engine, immediate=False) as session:
             made = landing_store.has_series_run(
-                session, repo_id=landing.repo_id, series_key=landing.series_key, base_sha=main_sha
+                session, repo_id=landing.repo_id, series_key=series_key, base_sha=main_sha
             )
         if not made:
             return Integrate(task.repo, series, None, reason="landing")
@@ -276,6 +299,16 @@ def _waiting(
     if place.ahead:
         where += f" with the landings ahead of it ({ahead_text})"
     return f"the tree to land to be tested on {where}: {evidence.detail}"
+
+
+def _series_now(ctx: ServiceContext, landing: _Landing, numbers: Sequence[int]) -> str:
+    """The series key the landing's first pending PR is in now (the landing's own when it is
+    still one of them)."""
+    if not numbers:
+        return landing.series_key
+    with session_scope(ctx.engine, immediate=False) as session:
+        keys = github_store.series_keys_of(session, repo_id=landing.repo_id, number=numbers[0])
+    return landing.series_key if landing.series_key in keys or not keys else keys[0]
 
 
 def _protection_needs(
@@ -336,6 +369,25 @@ def _merge_one(
         return True
     if pull.head_sha != entry.head_sha:
         _refused(ctx, landing, entry, "a new push: its head is no longer the tested one")
+        return False
+    # main must be where the tested tree was made (or where this landing's last merge left
+    # it): merging onto a main moved by someone else would leave an untested tree on it.
+    # (main_sha is where its tree was last tested: after a wait, that is after its merges)
+    merged = [e.merge_sha for e in landing.entries if e.state == "merged" and e.merge_sha]
+    expected = {sha for sha in (landing.main_sha, *merged[-1:]) if sha}
+    tip = client.branch_sha(repo, base_ref) if expected else None
+    if tip is not None and tip not in expected:
+        # Back to waiting: the rest is integrated and tested on the new main (an identical
+        # tree reuses every result), then merges; what merged stays merged.
+        _save(
+            ctx,
+            landing.id,
+            state=LandingState.WAITING,
+            waiting_for=(
+                f"the rest to be tested on `{base_ref}` at `{tip[:10]}`: `{base_ref}` moved "
+                "while it merged (not by this landing)"
+            ),
+        )
         return False
     if pull.base_ref != base_ref:
         # Its parent did not land (and so did not retarget it): merging would land it into

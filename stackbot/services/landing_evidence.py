@@ -9,7 +9,8 @@ landing only reads the :class:`~stackbot.domain.landing.TreeEvidence` it returns
 
 Green means: the run integrated (clean, or resolved by regeneration), it has jobs, every job
 finished, and every failure is a failure main has too (pre-existing) or a confirmed flake; no
-finding is new, suspect or still bisecting; no job ended without a usable result.
+finding is new, suspect or still bisecting; no job ended without a usable result. A series run
+that left a PR out of its tree for a conflict counts for a landing that does not take that PR.
 """
 
 from __future__ import annotations
@@ -70,7 +71,13 @@ def tested_tree(
             return TreeEvidence("untested", detail="its integration on the current main")
         if run.status in ("pending", "running"):
             return TreeEvidence("testing", run.id, detail="its integration on the current main")
-        if run.status not in _INTEGRATED:
+        # A series run that left out only PRs this landing does not take (a conflicting
+        # sibling) integrated exactly this landing's tree.
+        left_out = set(landing_store.left_out_of_run(session, run_id=run.id))
+        integrated = run.status in _INTEGRATED or (
+            run.status == "conflict" and bool(run.final_tree) and not left_out & set(numbers)
+        )
+        if not integrated:
             why = "a conflict" if run.status == "conflict" else "an integration error"
             return TreeEvidence("failed", run.id, detail=f"its integration ended in {why}")
         jobs, findings = landing_store.tree_jobs_and_findings(session, run_id=run.id)

@@ -62,7 +62,10 @@ class DemoRun:
         marker = f"──── sticky comment on #{number} "
         start = self.stdout.index(marker)
         rest = self.stdout[start + len(marker) :].partition("\n")[2]  # after the header line
-        ends = [rest.find(mark) for mark in ("──── sticky comment on #", "Act on it as a user")]
+        ends = [
+            rest.find(mark)
+            for mark in ("──── sticky comment on #", "──── the landing ", "Act on it as a user")
+        ]
         found = [end for end in ends if end >= 0]
         return rest[: min(found)] if found else rest
 

@@ -93,17 +93,18 @@ def test_bad_input_exits_2_with_one_line(standin, capsys) -> None:  # type: igno
 
 
 def test_a_comment_from_the_cli_gets_stackbots_answer(demo: DemoRun) -> None:
-    """On the running demo: `/stackbot status` posted with the CLI is answered on the PR."""
+    """On the running demo: `/stackbot status` posted with the CLI is answered on the PR (#8050,
+    the PR still open once the demo's series landed)."""
     port = int(demo.url.rsplit(":", 1)[1])
     assert (
         main(
             [
                 "demo",
                 "comment",
-                "8748",
+                "8050",
                 "/stackbot status",
                 "--as",
-                "maintainer-p",  # a vetter: contributor-z's one answer on #8748 was its refusal
+                "maintainer-p",
                 "--port",
                 str(port),
             ]
@@ -113,9 +114,9 @@ def test_a_comment_from_the_cli_gets_stackbots_answer(demo: DemoRun) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         comments = httpx.get(
-            f"{demo.github_url}/_standin/repos/{REPO}/issues/8748/comments", timeout=10
+            f"{demo.github_url}/_standin/repos/{REPO}/issues/8050/comments", timeout=10
         ).json()
-        replies = [c for c in comments if "stackbot status · #8748" in c["body"]]
+        replies = [c for c in comments if "stackbot status · #8050" in c["body"]]
         if replies:
             break
         time.sleep(1)

@@ -61,6 +61,13 @@ def test_the_demo_passes_on_an_empty_postgresql_database_with_two_workers(
                 assert conn.execute(text("select version_num from alembic_version")).scalar()
                 jobs = conn.execute(text("select id, status, reused_from_job_id from jobs")).all()
                 dead = conn.execute(text("select count(*) from tasks where status='dead'")).scalar()
+                landings = conn.execute(text("select state, created_at from landings")).all()
+                ran_since = conn.execute(
+                    text(
+                        "select count(*) from jobs, landings where jobs.reused_from_job_id is "
+                        "null and jobs.created_at >= landings.created_at"
+                    )
+                ).scalar()
                 twice = conn.execute(
                     text(
                         "select count(*) from (select payload::text from tasks where kind = "
@@ -70,6 +77,12 @@ def test_the_demo_passes_on_an_empty_postgresql_database_with_two_workers(
         finally:
             engine.dispose()
     assert dead == 0 and twice == 0
+    # the demo ended by landing the series (issue 25), with no GPU job since (issue 24)
+    assert [state for state, _at in landings] == ["landed"]
+    assert "every report is posted and the series landed" in done.stderr
+    assert "✅ **Landed** on `main`: #8034 → #8035 → #8748." in done.stdout
+    assert "GPU jobs since `/stackbot land`: 0" in done.stdout
+    assert ran_since == 0
     assert jobs and all(status in ("passed", "failed") for _id, status, _r in jobs), jobs
     jobs_dir = workdir / "stackbot" / "jobs"
     out_dirs = sorted(p.name for p in jobs_dir.iterdir())

@@ -1,5 +1,6 @@
-"""The demo's verdicts, as a reviewer reads them: each PR's comment, its check runs and its
-dashboard page say the same thing; #8050 (conflicts with #8035, not approved) shows no result of
+"""The demo's verdicts, as a reviewer reads them (its printed comments from before the series
+landed, its pages and API after): each PR's comment, its check runs and its dashboard page say
+the same thing; #8050 (conflicts with #8035, not approved) shows no result of
 a tree that left it out; #8034 (its failures fail on main too) is never shown as failing; no page
 is wider than its viewport at 1400 and 390 px. Screenshots are saved as artifacts."""
 
@@ -35,6 +36,9 @@ EXPECTED = {
 }
 SERIES = (8034, 8035, 8748)
 REQUIRED = ("stackbot/tests: amax-group 1x4",)
+# The demo ends by landing the series: the printed comments above are from before the landing,
+# the live pages and API from after it (the landed PRs are merged, #8050 conflicts with main).
+LIVE = {8034: {"closed"}, 8035: {"closed"}, 8748: {"closed"}, 8050: {"conflict"}}
 
 
 def _api(demo: DemoRun, path: str) -> Any:
@@ -58,18 +62,31 @@ def _first_line(comment: str) -> str:
 def test_every_comment_starts_with_its_verdict_and_the_page_and_api_agree(
     demo: DemoRun,
 ) -> None:
-    for number in PRS:
+    for number in PRS:  # as printed, once every report was posted (before the landing)
         comment = demo.sticky(number)
         assert "<!-- stackbot" not in comment  # printed without the hidden marker
         first = _first_line(comment)
+        assert any(f"**{label}**" in first for label in EXPECTED[number]), (number, first)
+    for number in PRS:  # now, after the landing
         pull = _api(demo, f"/pulls/{number}")["pull"]
-        verdict = pull["verdict"]
-        assert verdict["label"] in EXPECTED[number], (number, verdict)
-        assert f"**{verdict['label']}**" in first, (number, first)
-        runs = _check_runs(demo, pull["head_sha"])
-        for name, run in runs.items():
-            summary_first = (run.get("summary") or "").splitlines()[0]
-            assert f"**{verdict['label']}**" in summary_first, (number, name, summary_first)
+        assert pull["verdict"]["label"] in LIVE[number], (number, pull["verdict"])
+        if number in SERIES:
+            assert pull["display_state"] == "merged", pull
+    pull = _api(demo, "/pulls/8050")["pull"]  # the open PR: its comment and checks agree
+    label = pull["verdict"]["label"]
+    assert f"**{label}**" in _first_line(_live_sticky(demo, 8050))
+    for name, run in _check_runs(demo, pull["head_sha"]).items():
+        summary_first = (run.get("summary") or "").splitlines()[0]
+        assert f"**{label}**" in summary_first, (name, summary_first)
+
+
+def _live_sticky(demo: DemoRun, number: int) -> str:
+    response = httpx.get(
+        f"{demo.github_url}/_standin/repos/{REPO}/issues/{number}/comments", timeout=10
+    )
+    response.raise_for_status()
+    [body] = [c["body"] for c in response.json() if "<!-- stackbot:report" in c["body"]]
+    return str(body).split("\n", 1)[1]
 
 
 def test_8050_shows_no_result_of_a_tree_without_it(demo: DemoRun) -> None:
@@ -81,18 +98,16 @@ def test_8050_shows_no_result_of_a_tree_without_it(demo: DemoRun) -> None:
     assert "`/stackbot depends-on #8035`" in first and "/ok to test" in first
     assert "Tests:" not in comment and "passed" not in comment
     assert "left out" in comment
+    # Now #8035 landed: #8050 conflicts with main, its Details link is that run
     pull = _api(demo, "/pulls/8050")["pull"]
     runs = _check_runs(demo, pull["head_sha"])
     assert runs["stackbot/integration"]["conclusion"] == "failure"
-    # its Details link is the series run where it conflicts, not its clean stack run
-    series_run = pull["verdict"]["url"]
-    assert series_run and runs["stackbot/integration"]["details_url"].endswith(series_run)
-    assert _api(demo, series_run)["kind"] == "series"
-    # its page links that series run and says what its tests wait for
+    conflicting_run = pull["verdict"]["url"]
+    assert conflicting_run and runs["stackbot/integration"]["details_url"].endswith(conflicting_run)
+    assert "conflict** with `main`" in _first_line(_live_sticky(demo, 8050))
+    # its page links that run and says what its tests wait for
     page = httpx.get(f"{demo.url}/pulls/8050", timeout=10).text
-    assert (
-        f'href="{series_run}"' in page and "this PR was left out: it conflicts with #8035" in page
-    )
+    assert f'href="{conflicting_run}"' in page
     assert "No jobs yet" not in page and "waits for a vetter to comment /ok to test" in page
     assert runs["stackbot/approval"]["status"] != "completed"  # pending: a vetter is needed
     assert sorted(runs) == ["stackbot/approval", "stackbot/integration"]  # no test results
@@ -105,20 +120,18 @@ def test_the_series_conflict_is_only_on_the_prs_it_involves(demo: DemoRun) -> No
 
 
 def test_8034_is_not_shown_as_failing(demo: DemoRun) -> None:
-    comment = demo.sticky(8034)
+    comment = demo.sticky(8034)  # as printed before the landing
     assert "❌" not in comment
-    pull = _api(demo, "/pulls/8034")["pull"]
-    verdict = pull["verdict"]
-    assert verdict["tone"] != "bad", verdict
-    if verdict["label"] == "passes with the series":
+    first = _first_line(comment)
+    if "**passes with the series**" in first:
         # tested on the series tree only: the verdict names that tree, not #8034's own stack
-        assert pull["display_state"] == "passes-with-the-series" and verdict["tone"] == "ok"
-        first = _first_line(comment)
         assert "as part of the series tree with #8035, #8748" in first, first
         assert first.endswith("land with the series, or `/stackbot test-alone`"), first
     else:  # its stack was tested first (see EXPECTED): main's failures, amber
-        assert verdict["label"] == "no regressions" and verdict["tone"] == "warn", verdict
+        assert "**no regressions**" in first, first
         assert "also fail" in comment or "fail on main" in comment, comment
+    pull = _api(demo, "/pulls/8034")["pull"]  # landed since
+    assert pull["verdict"]["tone"] != "bad" and pull["display_state"] == "merged", pull
     runs = _check_runs(demo, pull["head_sha"])
     assert all(run["conclusion"] != "failure" for run in runs.values()), runs
 
@@ -136,10 +149,11 @@ def test_pages_show_the_same_verdicts_and_fit_the_viewport(
         page.goto(demo.url + "/series/6307")
         for number in PRS:
             label = _api(demo, f"/pulls/{number}")["pull"]["verdict"]["label"]
-            assert label in EXPECTED[number], (number, label)
+            assert label in LIVE[number], (number, label)
             row = page.locator(f'#pulls tr[data-pr="{number}"]')
             assert row.get_attribute("data-verdict") == label.replace(" ", "-")
-            assert label in row.inner_text()
+            shown = "this PR is merged" if number in SERIES else label  # landed
+            assert shown in row.inner_text(), (number, row.inner_text())
         failing = ".tone-bad, .st-failed, .st-new-failures"
         assert page.locator(f'#pulls tr[data-pr="8034"] :is({failing})').count() == 0
         assert "10 passed" not in page.locator('#pulls tr[data-pr="8050"]').inner_text()
@@ -161,19 +175,28 @@ def test_pages_show_the_same_verdicts_and_fit_the_viewport(
 def test_a_prs_page_shows_only_its_own_test_files_among_the_series_trees_tests(
     demo: DemoRun,
 ) -> None:
-    """The series tree runs every PR's own test files (own:N); #8034's page and its row on the
-    series page show #8034's, not #8035's or #8748's, and a new file's main side says so."""
+    """The series tree runs every PR's own test files (own:N); each PR's comment (printed before
+    the landing) shows its own, not the other PRs'. Once landed, #8034's page and its row on
+    the series page show no test results of a tree it is no longer tested in."""
+    own = {
+        8034: "tests/unit_tests/test_amax_reduction_group.py",
+        8035: "tests/unit_tests/transformer/test_quantization_context_amax_group.py",
+        8748: "tests/unit_tests/extension/test_te_amax_reduction_group.py",
+    }
+    for number, path in own.items():
+        comment = demo.sticky(number)
+        assert f"**Own test files** of #{number}" in comment and f"`{path}`" in comment
+        others = [p for n, p in own.items() if n != number]
+        assert not [p for p in others if f"`{p}` (1x4)" in comment], (number, comment)
     detail = _api(demo, "/pulls/8034")
-    labels = [cell["label"] for cell in detail["series_tests"]]
-    assert "own:8034 1x4" in labels and "amax-group 1x4" in labels, labels
-    assert not [label for label in labels if label.startswith(("own:8035", "own:8748"))], labels
-    page = httpx.get(f"{demo.url}/pulls/8034", timeout=10).text
-    assert not _own_files(page, 8035) and _own_files(page, 8034)
-    assert "new files" in page  # main has none of #8034's own test files
+    assert detail["pull"]["display_state"] == "merged"
+    assert not [
+        c for c in detail["series_tests"] if c["label"].startswith(("own:8035", "own:8748"))
+    ]
     series = httpx.get(f"{demo.url}/series/6307", timeout=10).text
     row = series[series.index('<tr data-pr="8034" data-verdict') :]
     row = row[: row.index("</tr>")]
-    assert _own_files(row, 8034) and not _own_files(row, 8035), row
+    assert "this PR is merged" in row and not _own_files(row, 8035), row
 
 
 def _own_files(html: str, number: int) -> bool:

@@ -3,20 +3,24 @@ jobs: a maintainer lands #8034 → #8035 → #8748 bottom-up with the tested hea
 retargeted before their parent merges (the repository deletes merged branches, so a child left
 on its parent's branch would be closed by GitHub), main ending on the tree that was tested; then
 a series whose PR is pushed and whose main moves while its landing waits lands the new heads on
-the new main, tested first.
+the new main, tested first; and a series whose main moves and whose top PR is pushed half-way
+through its merges (after its first PR merged) lands too: the landing goes back to waiting, the
+rest is integrated and tested on the moved main with the new head, then merges, and main ends on
+a tree that was tested (never the untested mix of the old tested tree and the moved main).
 
 Each scenario runs on SQLite (embedded worker) and on PostgreSQL (two worker processes)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlmodel import Session, select
 
 from stackbot.db.models import IntegrationRun, Landing
 from stackbot.domain.landing_text import LANDING_MARKER
-from stackbot.standin import deliveries, hosting
+from stackbot.standin import deliveries, hosting, merging
 from tests.e2e.harness import REPO, World, running_world
 
 pytestmark = pytest.mark.torchrun
@@ -140,3 +144,60 @@ def test_a_push_and_a_moving_main_while_waiting_land_the_new_heads_tested(world:
     files = hosting.changed_files(bare, landing.main_sha or "", main_sha)
     assert "pkg/fp8_2.py" in {f.filename for f in files}
     assert hosting.git(bare, "show", f"{main_sha}:pkg/fp8_2.py").stdout.decode() == "VALUE = 22\n"
+
+
+def test_main_moving_and_a_push_mid_landing_land_the_rest_tested_on_the_new_main(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = world.control
+    numbers = (8060, 8061, 8062)
+    _series(world, numbers, "mid")
+    world.settle()
+    asked = {n: c.pull(REPO, n).head_sha for n in numbers}
+    real_merge = merging.merge_pull
+    moved: dict[str, str] = {}
+
+    def merge_then_move(*args: Any, **kwargs: Any) -> Any:
+        """GitHub's merge of the first PR, then, before the landing merges the next one,
+        someone else's commit lands on main and the top PR's author pushes."""
+        done = real_merge(*args, **kwargs)
+        if args[2].number == numbers[0] and not moved:
+            moved["main"] = c.commit(
+                REPO, "main", {"NOTES.md": "moved\n"}, message="Move main", author="bob"
+            )
+            moved["head"] = c.commit(
+                REPO, "mid-2", {"pkg/mid_2.py": "VALUE = 22\n"}, message="v2", author="alice"
+            )
+        return done
+
+    monkeypatch.setattr(merging, "merge_pull", merge_then_move)
+    c.comment(REPO, numbers[-1], "bob", "/stackbot land")
+    world.settle()
+    assert moved, "the first PR never merged"
+    for number in numbers:
+        assert c.pull(REPO, number).merged, _landing_comment(world, number)
+    landing = _landing(world, numbers[-1])
+    assert landing.state == "landed", landing.reason
+    entries = {e["number"]: e for e in landing.entries}
+    assert entries[numbers[0]]["head_sha"] == asked[numbers[0]]
+    assert entries[numbers[-1]]["head_sha"] == moved["head"] != asked[numbers[-1]]
+    # bottom-up, none closed by GitHub for a deleted base
+    closed = [
+        deliveries.payload_of(d)
+        for d in c.deliveries("pull_request", "closed")
+        if deliveries.payload_of(d)["number"] in numbers
+    ]
+    assert [e["number"] for e in closed] == list(numbers)
+    assert all(e["pull_request"]["merged"] for e in closed)
+    # the rest was tested on the moved main, and main holds exactly that tested tree
+    assert landing.main_sha is not None
+    bare = c.repo(REPO).bare_path
+    ancestry = ("merge-base", "--is-ancestor", moved["main"], landing.main_sha)
+    assert hosting.git(bare, *ancestry, ok_codes=(0, 1)).returncode == 0
+    main_sha, tree = _main(world)
+    assert (
+        tree == landing.tested_tree == _tested_tree(world, landing.id or 0) == landing.landed_tree
+    )
+    assert hosting.git(bare, "show", f"{main_sha}:NOTES.md").stdout.decode() == "moved\n"
+    assert hosting.git(bare, "show", f"{main_sha}:pkg/mid_2.py").stdout.decode() == "VALUE = 22\n"
+    assert "`main` now holds the tree that was tested" in _landing_comment(world, numbers[0])

@@ -11,7 +11,13 @@ from stackbot.domain.landing import (
     landing_order,
     refusal_note,
 )
-from stackbot.domain.landing_text import LANDING_MARKER, LandingView, landing_comment
+from stackbot.domain.landing_text import (
+    LANDING_MARKER,
+    LandingView,
+    landing_comment,
+    landing_reply,
+    nothing_to_land_reply,
+)
 from stackbot.domain.records import MergeRules, ReviewRecord
 
 
@@ -21,6 +27,22 @@ def test_the_order_is_the_series_order_of_open_prs_up_to_n() -> None:
     assert landing_order(order, {8034, 8035, 8748}, 8035) == [8034, 8035]
     assert landing_order(order, {8034, 8035, 8748}, 8050) == []  # not open: nothing
     assert landing_order(order, {8035, 8748}, 8748) == [8035, 8748]  # 8034 landed already
+
+
+def test_a_pr_the_tested_series_tree_left_out_is_not_landed() -> None:
+    order = [8034, 8035, 8050, 8748]
+    open_prs = {8034, 8035, 8050, 8748}
+    assert landing_order(order, open_prs, None, {8050}) == [8034, 8035, 8748]
+    assert landing_order(order, open_prs, 8748, {8050}) == [8034, 8035, 8748]
+    assert landing_order(order, open_prs, 8050, {8050}) == []
+    view = LandingView(
+        1, LandingState.WAITING, (LandingEntry(8034, "a" * 40),), "merge", "maintainer-p", "main"
+    )
+    reply = landing_reply(view, {8050: "it conflicts with #8035"})
+    assert "#8050 is not landed (it conflicts with #8035, so the tested series tree" in reply
+    assert "it stays open" in reply
+    refused = nothing_to_land_reply(8748, 8050, {8050: "it conflicts with #8035"})
+    assert refused.startswith("#8050 was left out of the series' tested tree (it conflicts")
 
 
 def test_approvals_count_each_reviewers_newest_decision_on_the_head() -> None:

@@ -7,16 +7,19 @@ state hands over once the tree tested green), so the test drives exactly the mer
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from sqlmodel import Session, select
 
 from stackbot.db import github_store
 from stackbot.db.engine import session_scope
-from stackbot.db.models import IntegrationRun, Job, Landing
+from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Landing
 from stackbot.domain.landing import LandingEntry, LandingState
 from stackbot.domain.landing_text import LANDING_MARKER
 from stackbot.domain.tasks import Land
 from stackbot.services import landing
-from stackbot.standin import hosting
+from stackbot.standin import hosting, merging
 from stackbot.taskqueue import queue
 from stackbot.web.landing_metrics import landing_lines
 from tests.sync.pipeline import Pipeline, open_pr, push
@@ -125,9 +128,17 @@ def test_branch_protection_refusing_a_merge_is_reported_as_blocked(pipeline: Pip
     assert f"not reached: #{second} did not merge" in _comment(pipeline, third)
 
 
-def _tested_green(pipeline: Pipeline, numbers: list[int], series_key: str) -> None:
+def _tested_green(
+    pipeline: Pipeline,
+    numbers: list[int],
+    series_key: str,
+    left_out: dict[int, int] | None = None,
+) -> None:
     """A series run of the PRs' current heads on the current main, its one job passed: what the
-    integration and the test plan leave once the tree tested green."""
+    integration and the test plan leave once the tree tested green. ``left_out``: PRs the run
+    also merged but left out of its tree for a conflict (with the PR named), as a series run
+    leaves out a conflicting sibling (its status is then ``conflict``)."""
+    left_out = left_out or {}
     main = pipeline.control.repo(pipeline.repo).bare_path
     main_sha = hosting.resolve(main, "refs/heads/main")
     with session_scope(pipeline.engine) as session:
@@ -139,13 +150,25 @@ def _tested_green(pipeline: Pipeline, numbers: list[int], series_key: str) -> No
             series_key=series_key,
             base_ref="main",
             base_sha=main_sha,
-            status="clean",
+            status="conflict" if left_out else "clean",
             final_tree="f" * 40,
             final_commit="c" * 40,
-            heads={str(n): pipeline.head(n) for n in numbers},
+            heads={str(n): pipeline.head(n) for n in [*numbers, *left_out]},
         )
         session.add(run)
         session.flush()
+        assert run.id is not None
+        for position, number in enumerate([*numbers, *left_out]):
+            session.add(
+                IntegrationStep(
+                    run_id=run.id,
+                    position=position,
+                    pr_number=number,
+                    head_sha=pipeline.head(number),
+                    outcome="conflict" if number in left_out else "clean",
+                    conflicts_with=[left_out[number]] if number in left_out else [],
+                )
+            )
         session.add(
             Job(
                 repo_id=repo.id,
@@ -201,3 +224,93 @@ def test_a_vetter_lands_and_cancels_and_protection_blocks_before_anything_merges
     pipeline.run_tasks()
     assert all(control.pull(repo, n).merged for n in numbers), _comment(pipeline, third)
     assert "✅ **Landed** on `main`" in _comment(pipeline, first)
+
+
+def _series_key(pipeline: Pipeline, number: int) -> str:
+    with session_scope(pipeline.engine) as session:
+        stored = github_store.get_repository(session, full_name=pipeline.repo)
+        assert stored is not None and stored.id is not None
+        [key] = github_store.series_keys_of(session, repo_id=stored.id, number=number)
+        return key
+
+
+def _look_again(pipeline: Pipeline) -> None:
+    """Run the waiting landing now rather than after its recheck delay."""
+    with Session(pipeline.engine) as session:
+        active = session.exec(select(Landing).where(Landing.state == "waiting")).one()
+        assert active.id is not None
+        queue.enqueue(session, "land", Land(pipeline.repo, active.id).to_payload())
+        session.commit()
+    pipeline.run_tasks()
+
+
+def test_main_moved_by_someone_else_mid_landing_makes_the_rest_wait_for_its_tests(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first PR merged, a commit lands on main: merging the next PR would leave main
+    on a tree nobody tested, so the landing waits for the rest to be tested on the new main,
+    then merges it; what merged stays merged."""
+    first, second, third = numbers = _series(pipeline)
+    control, repo = pipeline.control, pipeline.repo
+    tested = {n: pipeline.head(n) for n in numbers}
+    real_merge = merging.merge_pull
+    moved: list[str] = []
+
+    def merge_then_move(*args: Any, **kwargs: Any) -> Any:
+        done = real_merge(*args, **kwargs)
+        if args[2].number == first and not moved:
+            moved.append(
+                control.commit(repo, "main", {"NOTES.md": "x\n"}, message="M", author="bob")
+            )
+        return done
+
+    monkeypatch.setattr(merging, "merge_pull", merge_then_move)
+    landing_id = _merging(pipeline, numbers, tested)
+    _run_landing(pipeline)
+
+    assert moved and control.pull(repo, first).merged
+    assert not control.pull(repo, second).merged and not control.pull(repo, third).merged
+    assert control.pull(repo, second).base_ref == "main"  # retargeted before #first merged
+    row = _row(pipeline, landing_id)
+    assert row.state == "waiting", (row.state, row.reason)
+    # it looked again at once: the rest waits for its tree on the moved main
+    assert row.waiting_for is not None
+    assert f"the tree to land to be tested on `main` at `{moved[0][:10]}`" in row.waiting_for
+    body = _comment(pipeline, third)
+    assert "**Queued for landing**" in body
+    assert f"#{first} (tested head `{tested[first][:10]}`) merged into `main`" in body
+
+    _tested_green(pipeline, [second, third], f"root-#{first}")  # the rest, on the new main
+    _look_again(pipeline)
+    assert all(control.pull(repo, n).merged for n in numbers), _comment(pipeline, third)
+    row = _row(pipeline, landing_id)
+    assert row.state == "landed" and row.main_sha == moved[0]
+    assert [e["state"] for e in row.entries] == ["merged"] * 3
+
+
+def test_a_conflicting_sibling_left_out_of_the_tested_tree_stays_open_and_the_rest_lands(
+    pipeline: Pipeline,
+) -> None:
+    """The series run left #sibling out of its tree (it conflicts with #second): `/stackbot
+    land` takes the PRs the tested tree holds, says #sibling stays open, and lands them."""
+    first, second, third = numbers = _series(pipeline)
+    sibling = open_pr(pipeline, author="carol", branch="amax-side", title="Side", base="amax-group")
+    pipeline.deliver()
+    control, repo = pipeline.control, pipeline.repo
+    key = _series_key(pipeline, second)
+    assert key == _series_key(pipeline, sibling)
+    _tested_green(pipeline, numbers, key, left_out={sibling: second})
+    for number in numbers:
+        control.approve(repo, number, "bob")
+    control.comment(repo, third, "bob", "/stackbot land")
+    pipeline.deliver()
+    [reply] = [c.body for c in pipeline.replies(third) if "landing" in c.body]
+    assert reply.startswith(f"Queued the series for landing: #{first} → #{second} → #{third},")
+    assert f"#{sibling} is not landed (it conflicts with #{second}" in reply
+    _run_landing(pipeline)
+
+    assert all(control.pull(repo, n).merged for n in numbers), _comment(pipeline, third)
+    side = control.pull(repo, sibling)
+    assert side.state == "open" and side.base_ref == "main"  # retargeted, never closed
+    assert "✅ **Landed** on `main`" in _comment(pipeline, first)
+    assert not [c for c in pipeline.bot_comments(sibling) if c.body.startswith(LANDING_MARKER)]

@@ -69,9 +69,14 @@ def land(ctx: CommandContext, command: Land) -> CommandOutcome:
         open_prs = {
             p.number for p in github_store.list_pulls(session, repo_id=repo.id, open_only=True)
         }
-        order = landing_order(series.order if series is not None else [], open_prs, command.up_to)
+        left_out = landing_store.left_out_of_series(session, repo_id=repo.id, series_key=keys[0])
+        order = landing_order(
+            series.order if series is not None else [], open_prs, command.up_to, left_out
+        )
         if not order:
-            return CommandOutcome(reply=nothing_to_land_reply(request.number, command.up_to))
+            return CommandOutcome(
+                reply=nothing_to_land_reply(request.number, command.up_to, left_out)
+            )
         heads = {
             p.number: p.head_sha
             for p in github_store.list_pulls(session, repo_id=repo.id, open_only=True)
@@ -88,4 +93,7 @@ def land(ctx: CommandContext, command: Land) -> CommandOutcome:
             entries=[LandingEntry(n, heads.get(n, "")) for n in order],
         )
         view = landing_store.landing_view(row, base_ref)
-    return CommandOutcome(reply=landing_reply(view), follow_ups=[LandTask(request.repo, view.id)])
+    left = {n: why for n, why in left_out.items() if n in open_prs}
+    return CommandOutcome(
+        reply=landing_reply(view, left), follow_ups=[LandTask(request.repo, view.id)]
+    )
