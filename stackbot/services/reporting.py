@@ -146,20 +146,13 @@ _LOCAL_PR_LOCKS_GUARD = threading.Lock()
 
 
 @contextmanager
-def _one_publisher_per_pr(engine: Engine, repo: RepoName, number: int) -> Iterator[None]:
-    """Reports of one PR are published one at a time. Two workers that both read "no check run
-    stored" would each create one (the soak saw a PR's check runs twice). On PostgreSQL a
-    transaction-scoped advisory lock, released when the transaction ends or its connection dies
-    (a SIGKILLed worker); elsewhere a lock in this process (SQLite has one worker process).
-    """
-    with _publishers(engine, repo, [number]):
-        yield
-
-
-@contextmanager
 def _publishers(engine: Engine, repo: RepoName, numbers: Sequence[int]) -> Iterator[None]:
-    """Every one of ``numbers``' publisher locks, taken in order (two tasks with overlapping
-    PRs cannot deadlock), held together; on PostgreSQL in one transaction."""
+    """Reports of a PR are published one at a time: two workers that both read "no check run
+    stored" would each create one (the soak saw a PR's check runs twice). Every one of
+    ``numbers``' locks, taken in order (two tasks with overlapping PRs cannot deadlock), held
+    together: on PostgreSQL transaction-scoped advisory locks in one transaction, released when
+    it ends or its connection dies (a SIGKILLed worker); elsewhere locks in this process (SQLite
+    has one worker process)."""
     ordered = sorted(set(int(n) for n in numbers))
     if engine.dialect.name == "postgresql":
         with engine.begin() as conn:
@@ -187,7 +180,7 @@ def _local_lock(repo: RepoName, number: int) -> threading.Lock:
 def _publish_one(
     engine: Engine, client: GitHubPort, repo: RepoName, view: PrReportView, counts: PublishCounts
 ) -> None:
-    with _one_publisher_per_pr(engine, repo, view.pr.number):
+    with _publishers(engine, repo, [view.pr.number]):
         _publish_one_locked(engine, client, repo, view, counts)
 
 
