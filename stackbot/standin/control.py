@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stackbot.standin import hosting, merging, payloads
+from stackbot.standin import hosting, merge_queue, merging, payloads
 from stackbot.standin.auth import Caller, StandinHTTPError
 from stackbot.standin.control_repos import RepoControl, StandinError
 from stackbot.standin.routes_issues import add_comment, edit_comment
@@ -238,6 +238,23 @@ class StandinControl(RepoControl):
                 required_approving_review_count=approvals,
                 dismiss_stale_reviews=dismiss_stale_reviews,
             )
+
+    def require_merge_queue(
+        self, repo_name: str, branch: str, *, method: str | None = "MERGE"
+    ) -> None:
+        """``branch`` requires GitHub's merge queue, merging by ``method`` (``MERGE``,
+        ``SQUASH``, ``REBASE``; None: the requirement goes, and with it the queue)."""
+        if method is not None and method not in merge_queue.QUEUE_METHODS:
+            raise StandinError(
+                f"merge queue method must be MERGE, SQUASH or REBASE, not {method!r}"
+            )
+        with self.state.lock:
+            repo = self.repo(repo_name)
+            if method is None:
+                repo.merge_queues.pop(branch, None)
+                repo.queue = [e for e in repo.queue if e.base_ref != branch]
+            else:
+                repo.merge_queues[branch] = method
 
     def set_merge_settings(
         self,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_args
 
-from stackbot.standin import deliveries, hosting, payloads, pull_bases
+from stackbot.standin import deliveries, hosting, merge_queue, payloads, pull_bases
 from stackbot.standin.control_people import PeopleControl
 from stackbot.standin.state import (
     CheckRun,
@@ -137,8 +137,11 @@ class RepoControl(PeopleControl):
             for pull in repo.pulls.values():
                 if pull.state == "open" and pull.head_ref == branch and sha is not None:
                     events.append(self._synchronize(repo, pull, sha, pusher))
+                    events += merge_queue.take_out_if_queued(state, repo, pull)
             if sha is None:  # GitHub closes the PRs based on a deleted branch
                 events += pull_bases.close_pulls_based_on(state, repo, branch, pusher)
+            elif branch in repo.merge_queues:  # the queue's groups are rebuilt on the new base
+                events += merge_queue.base_moved(state, repo, branch)
         self._send(events)
 
     def _synchronize(self, repo: Repo, pull: Pull, sha: str, sender: str) -> Event:

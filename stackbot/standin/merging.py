@@ -6,9 +6,10 @@ GitHub's answers, from its REST description and its behaviour:
   not the PR's head;
 - 405 when the merge cannot be performed: the PR is closed, merged, a draft or conflicts
   (``Pull Request is not mergeable``), the method is switched off for the repository
-  (``Merge commits are not allowed on this repository.``), or the base branch's protection is
-  not satisfied (``Required status check "X" is expected.``, ``At least 1 approving review is
-  required by reviewers with write access.``);
+  (``Merge commits are not allowed on this repository.``), the base branch requires the merge
+  queue (``Changes must be made through the merge queue``), or its protection is not satisfied
+  (``Required status check "X" is expected.``, ``At least 1 approving review is required by
+  reviewers with write access.``);
 - 422 for a ``merge_method`` that is none of ``merge``, ``squash``, ``rebase``.
 
 What each method writes on the base branch: ``merge`` a two-parent merge commit titled
@@ -33,12 +34,14 @@ from stackbot.standin.state import Protection, Pull, Repo, StandinState, permiss
 MERGE_METHODS = ("merge", "squash", "rebase")
 HEAD_MOVED = "Head branch was modified. Review and try the merge again."
 NOT_MERGEABLE = "Pull Request is not mergeable"
+# The base branch requires the merge queue (a ruleset's merge-queue rule): pulls/merge is refused.
+ONLY_THROUGH_QUEUE = "Changes must be made through the merge queue"
 _NOT_ALLOWED = {
     "merge": "Merge commits are not allowed on this repository.",
     "squash": "Squash merges are not allowed on this repository.",
     "rebase": "Rebase merges are not allowed on this repository.",
 }
-_PASSING_CHECKS = frozenset({"success", "neutral", "skipped"})
+PASSING_CHECKS = frozenset({"success", "neutral", "skipped"})
 
 
 class Unmergeable(StandinHTTPError):
@@ -87,17 +90,17 @@ def _check_problems(state: StandinState, repo: Repo, pull: Pull, rule: Protectio
         base_sha = hosting.resolve(repo.bare_path, f"refs/heads/{pull.base_ref}")
         if base_sha and not hosting.is_ancestor(repo.bare_path, base_sha, pull.head_sha):
             problems.append("Head branch is out of date with the base branch.")
-    conclusions = _check_conclusions(repo, pull.head_sha)
+    conclusions = check_conclusions(repo, pull.head_sha)
     for context in rule.required_contexts:
         conclusion = conclusions.get(context)
         if conclusion is None or conclusion == "pending":
             problems.append(f'Required status check "{context}" is expected.')
-        elif conclusion not in _PASSING_CHECKS:
+        elif conclusion not in PASSING_CHECKS:
             problems.append(f'Required status check "{context}" is failing.')
     return problems
 
 
-def _check_conclusions(repo: Repo, sha: str) -> dict[str, str]:
+def check_conclusions(repo: Repo, sha: str) -> dict[str, str]:
     """Each context's outcome on ``sha``: the newest check run of that name (``pending`` while
     it runs), else the newest commit status."""
     found = {s.context: s.state for s in latest_statuses(repo, sha)}
@@ -155,6 +158,8 @@ def merge_pull(
         raise StandinHTTPError(409, HEAD_MOVED)
     if not method_allowed(repo, method):
         raise not_allowed(_NOT_ALLOWED[method])
+    if pull.base_ref in repo.merge_queues:
+        raise not_allowed(ONLY_THROUGH_QUEUE)
     rule = repo.protections.get(pull.base_ref)
     bypass = (
         caller.kind == "user"
@@ -171,7 +176,7 @@ def merge_pull(
     base_sha = hosting.resolve(repo.bare_path, ref)
     if base_sha is None:
         raise not_allowed(NOT_MERGEABLE)
-    merged = _write_merge(state, repo, pull, base_sha, method, merger, title, message)
+    merged = write_merge(state, repo, pull, base_sha, method, merger, title, message)
     hosting.update_ref(repo.bare_path, ref, merged)
     now = state.now()
     pull.state, pull.merged, pull.merged_at, pull.closed_at = "closed", True, now, now
@@ -192,20 +197,22 @@ def merge_pull(
         ),
     ]
     if repo.delete_branch_on_merge:
-        events += _delete_head(state, repo, pull, merger)
+        events += delete_head(state, repo, pull, merger)
     return merged, events
 
 
-def _write_merge(
+def write_merge(
     state: StandinState,
     repo: Repo,
     pull: Pull,
     base_sha: str,
     method: str,
     merger: str,
-    title: str | None,
-    message: str | None,
+    title: str | None = None,
+    message: str | None = None,
 ) -> str:
+    """The commit ``method`` makes of ``pull`` onto ``base_sha`` (the merge button's, and the
+    merge queue's for a merge group)."""
     bare, now = repo.bare_path, state.now()
     try:
         if method == "rebase":
@@ -241,7 +248,7 @@ def _signature(state: StandinState, login: str) -> tuple[str, str]:
     return (user.name or login, user.email or f"{login}@users.noreply.github.com")
 
 
-def _delete_head(state: StandinState, repo: Repo, pull: Pull, merger: str) -> list[Event]:
+def delete_head(state: StandinState, repo: Repo, pull: Pull, merger: str) -> list[Event]:
     ref = f"refs/heads/{pull.head_ref}"
     before = hosting.resolve(repo.bare_path, ref)
     if before is None or any(

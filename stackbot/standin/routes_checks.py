@@ -4,6 +4,7 @@ repos/list-commit-statuses-for-ref.
 
 Creating a run sends ``check_run.created`` (and ``completed`` when it is created finished);
 an update that finishes it sends ``check_run.completed``, as GitHub does for the App's hook.
+A check run or status on a merge group's head lets the merge queue move (:mod:`.merge_queue`).
 Only an installation with ``checks: write`` may write check runs (a personal token gets 403,
 as on GitHub); commit statuses need ``statuses: write`` or push access.
 """
@@ -15,7 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from stackbot.standin import deliveries, hosting, payloads
+from stackbot.standin import deliveries, hosting, merge_queue, payloads
 from stackbot.standin.auth import Caller, StandinHTTPError, not_found, require_write, unprocessable
 from stackbot.standin.http import (
     JsonBody,
@@ -25,6 +26,7 @@ from stackbot.standin.http import (
     lookup_repo,
     paginate,
 )
+from stackbot.standin.pull_bases import send
 from stackbot.standin.shapes_git import (
     check_run_json,
     combined_status_json,
@@ -150,8 +152,10 @@ def register(app: FastAPI, state: StandinState) -> None:
             events = [payloads.check_run_event(state, repo, run, "created", caller.login)]
             if run.status == "completed":
                 events.append(payloads.check_run_event(state, repo, run, "completed", caller.login))
+            queue_events = merge_queue.advance(state, repo)
         for event in events:
             deliveries.deliver(state, "check_run", event, repo=repo.full_name)
+        send(state, queue_events)
         return json_response(answer, status=201)
 
     @app.patch("/repos/{owner}/{name}/check-runs/{run_id}")
@@ -179,8 +183,10 @@ def register(app: FastAPI, state: StandinState) -> None:
                 if completed
                 else None
             )
+            queue_events = merge_queue.advance(state, repo)
         if event is not None:
             deliveries.deliver(state, "check_run", event, repo=repo.full_name)
+        send(state, queue_events)
         return json_response(answer)
 
     @app.get("/repos/{owner}/{name}/check-runs/{run_id}")
@@ -250,7 +256,10 @@ def register(app: FastAPI, state: StandinState) -> None:
                 state.now(),
             )
             repo.statuses.append(status)
-            return json_response(status_json(state, repo, status), status=201)
+            answer = status_json(state, repo, status)
+            queue_events = merge_queue.advance(state, repo)
+        send(state, queue_events)
+        return json_response(answer, status=201)
 
     @app.get("/repos/{owner}/{name}/commits/{ref}/status")
     def combined_status(owner: str, name: str, ref: str, request: Request) -> JSONResponse:

@@ -214,6 +214,24 @@ class Protection:
 
 
 @dataclass
+class QueueEntry:
+    """A pull request in a branch's merge queue (GraphQL ``MergeQueueEntry``) and its merge
+    group: the commit ``group_sha`` on ``gh-readonly-queue/<base>/pr-<N>-<head>`` that holds
+    the base, the groups ahead of it and this PR (``group_sha`` None: not built, it conflicts)."""
+
+    id: int
+    pull_number: int
+    base_ref: str
+    head_sha: str  # the PR's head when it was queued
+    enqueuer: str
+    enqueued_at: float
+    jump: bool = False
+    group_ref: str | None = None
+    group_sha: str | None = None
+    group_base_sha: str | None = None  # the parent commit of the group (base or the one ahead)
+
+
+@dataclass
 class Repo:
     id: int
     owner: str
@@ -237,6 +255,10 @@ class Repo:
     allow_squash_merge: bool = True
     allow_rebase_merge: bool = True
     delete_branch_on_merge: bool = False
+    # Branches that require GitHub's merge queue (a ruleset's ``merge_queue`` rule) -> the
+    # queue's merge method (MERGE, SQUASH or REBASE); each branch's queue, front first.
+    merge_queues: dict[str, str] = field(default_factory=dict)
+    queue: list[QueueEntry] = field(default_factory=list)
 
     @property
     def full_name(self) -> str:
