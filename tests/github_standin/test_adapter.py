@@ -210,3 +210,33 @@ def test_the_landing_calls(app_settings: Settings, standin: StandinWorld) -> Non
     tip = client.merge_pull(repo, bottom, sha=head, method="squash")
     assert client.branch_sha(repo, "main") == tip
     assert len(client.commit_tree(repo, tip)) == 40
+
+
+def test_the_merge_queue_calls(app_settings: Settings, standin: StandinWorld) -> None:
+    """enqueuePullRequest (with expectedHeadOid) and dequeuePullRequest through PyGithub's
+    requester; GitHub's GraphQL refusals come back as GitHubRejected with its message."""
+    from stackbot.adapters.github import GitHubRejected
+    from stackbot.adapters.github import client as client_module
+    from tests.support import github_contract
+
+    for mutation in (client_module.ENQUEUE_PULL_REQUEST, client_module.DEQUEUE_PULL_REQUEST):
+        github_contract.validate_graphql(mutation)
+    client = GitHubClient.from_settings(app_settings)
+    bottom, top = _series(standin)
+    c, repo = standin.control, standin.repo
+    head = c.pull(repo, bottom).head_sha
+    with pytest.raises(GitHubRejected) as no_queue:
+        client.enqueue_pull(repo, bottom, expected_head=head)
+    assert "has no merge queue" in no_queue.value.detail
+    c.require_merge_queue(repo, "main", method="SQUASH")
+    c.protect_branch(repo, "main", required_checks=["ci"])  # the group waits for "ci"
+    client.create_commit_status(repo, head, state="success", context="ci", description="ok")
+    with pytest.raises(GitHubRejected) as moved:
+        client.enqueue_pull(repo, bottom, expected_head=c.pull(repo, top).head_sha)
+    assert "head ref has changed" in moved.value.detail
+    assert client.enqueue_pull(repo, bottom, expected_head=head) == 1
+    assert client.enqueue_pull(repo, bottom, expected_head=head) == 1  # a retry: the same entry
+    assert [g.event for g in c.deliveries("merge_group", "checks_requested")] == ["merge_group"]
+    client.dequeue_pull(repo, bottom)
+    assert len(c.deliveries("merge_group", "destroyed")) == 1
+    assert not c.repo(repo).queue

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from github import Auth, Github
+from github import Auth, Github, GithubException
 from github.Requester import Requester
 
 from stackbot.adapters.github import convert
@@ -34,7 +34,7 @@ from stackbot.adapters.github.auth import (
 )
 from stackbot.adapters.github.pacing import WritePacer, shared_write_pacer
 from stackbot.adapters.github.retry import RetryPolicy, call_with_retries
-from stackbot.adapters.github_errors import GitHubConfigError, GitHubNotFound
+from stackbot.adapters.github_errors import GitHubConfigError, GitHubNotFound, GitHubRejected
 from stackbot.config import Settings
 from stackbot.domain.records import (
     CommentRecord,
@@ -53,6 +53,19 @@ TIMEOUT_S = 30
 USER_AGENT = "stackbot"
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+# The merge queue has no REST API: GitHub's GraphQL mutations (graphql/schema.graphql).
+ENQUEUE_PULL_REQUEST = """
+mutation Enqueue($pr: ID!, $head: GitObjectID) {
+  enqueuePullRequest(input: {pullRequestId: $pr, expectedHeadOid: $head}) {
+    mergeQueueEntry { id position }
+  }
+}
+"""
+DEQUEUE_PULL_REQUEST = """
+mutation Dequeue($pr: ID!) {
+  dequeuePullRequest(input: {id: $pr}) { mergeQueueEntry { id } }
+}
+"""
 
 
 def _repo_path(repo: str) -> str:
@@ -368,6 +381,46 @@ class GitHubClient:
             {"sha": sha, "merge_method": method},
         )
         return str(data["sha"])
+
+    def enqueue_pull(self, repo: str, number: int, *, expected_head: str) -> int:
+        """Put PR ``number`` into its base branch's merge queue only if its head is still
+        ``expected_head`` (GraphQL ``enqueuePullRequest`` with ``expectedHeadOid``; the PR's node
+        id is the REST ``node_id``); its position in the queue. GitHub's refusal (a moved head,
+        protection not met, no queue) raises ``GitHubRejected`` with its message."""
+        node = str(self._get(f"{_repo_path(repo)}/pulls/{int(number)}")["node_id"])
+        data = self._graphql(
+            "enqueuePullRequest",
+            ENQUEUE_PULL_REQUEST,
+            {"pr": node, "head": expected_head},
+        )
+        entry = (data.get("enqueuePullRequest") or {}).get("mergeQueueEntry") or {}
+        return int(entry.get("position") or 0)
+
+    def dequeue_pull(self, repo: str, number: int) -> None:
+        """Take PR ``number`` out of the merge queue (GraphQL ``dequeuePullRequest``)."""
+        node = str(self._get(f"{_repo_path(repo)}/pulls/{int(number)}")["node_id"])
+        self._graphql("dequeuePullRequest", DEQUEUE_PULL_REQUEST, {"pr": node})
+
+    def _graphql(self, name: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        """One GraphQL mutation through PyGithub's requester (``graphql_query``: same token,
+        retries and pacing as the REST calls). GitHub answers 200 with ``errors`` for a
+        refused mutation; PyGithub raises that as a 400, turned here into ``GitHubRejected``
+        with GitHub's first message."""
+        operation = f"POST /graphql {name}"
+        self.pacer.acquire(operation)
+
+        def call() -> dict[str, Any]:
+            try:
+                return dict(self._requester.graphql_query(query, variables)[1].get("data") or {})
+            except GithubException as error:
+                errors = error.data.get("errors") if isinstance(error.data, dict) else None
+                if error.status == 400 and errors:
+                    detail = "; ".join(str(e.get("message", "")) for e in errors)
+                    raise GitHubRejected(operation, 422, detail) from None
+                raise
+
+        # A repeated enqueue of a queued PR answers its entry again: safe to retry.
+        return dict(self._run(operation, call, idempotent=True))
 
     def branch_sha(self, repo: str, branch: str) -> str:
         """The commit ``branch`` points at now (``git/get-ref``)."""

@@ -138,6 +138,15 @@ class GitHubPort(Protocol):
         409: the head moved; 405: GitHub will not merge it, with its reason)."""
         ...
 
+    def enqueue_pull(self, repo: RepoName, number: PrNumber, *, expected_head: str) -> int:
+        """Put the PR into its base's merge queue if its head is still ``expected_head``; its
+        position (``GitHubRejected``: GitHub will not queue it, with its reason)."""
+        ...
+
+    def dequeue_pull(self, repo: RepoName, number: PrNumber) -> None:
+        """Take the PR out of the merge queue."""
+        ...
+
     def branch_sha(self, repo: RepoName, branch: str) -> str:
         """Where ``branch`` points now."""
         ...
