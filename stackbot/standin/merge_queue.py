@@ -10,8 +10,8 @@
   the group ahead of it) with the PR merged by the queue's method, and sends ``merge_group``
   ``checks_requested``. A PR that does not merge onto the group ahead is taken out again (no
   group was made, so no ``destroyed``). ``jump`` puts it at the front (every group rebuilt).
-- When every required check passes on the front group's head, the base is fast-forwarded to it,
-  the PR is closed as merged (``push``, ``pull_request`` ``closed`` with ``merged: true``, the
+- When every required check passes on a group's head, the base is fast-forwarded to it (a
+  group holds every PR ahead of it: they merge with it), each PR is closed as merged (``push``, ``pull_request`` ``closed`` with ``merged: true``, the
   head branch deleted where the repository does that) and ``destroyed`` ``merged`` is sent.
 - A required check failing on a group takes its PR out (``destroyed`` ``dequeued``, the
   schema's "removed from the queue") and every group behind it is rebuilt without it
@@ -144,14 +144,16 @@ def advance(state: StandinState, repo: Repo) -> list[Event]:
             if failed is not None:
                 events += _take_out(state, repo, failed, "dequeued")
                 continue
-            front = queued[0]
-            if _group_outcome(repo, front) != "pass":
+            passed = [i for i, e in enumerate(queued) if _group_outcome(repo, e) == "pass"]
+            if not passed:
                 break
             tip = hosting.resolve(repo.bare_path, f"refs/heads/{base}")
-            if tip != front.group_base_sha:
+            if tip != queued[0].group_base_sha:
                 events += _rebuild(state, repo, base, 0)  # the base moved under the queue
                 continue
-            events += _merge_front(state, repo, front)
+            # A passing group holds every PR ahead of it: they merge with it (GitHub merges
+            # the entries ahead of a group whose checks pass).
+            events += _merge_through(state, repo, queued[: passed[-1] + 1])
     return events
 
 
@@ -221,12 +223,29 @@ def _destroy(state: StandinState, repo: Repo, entry: QueueEntry, reason: str) ->
     return event
 
 
-def _merge_front(state: StandinState, repo: Repo, entry: QueueEntry) -> list[Event]:
+def _merge_through(state: StandinState, repo: Repo, entries: list[QueueEntry]) -> list[Event]:
+    """Fast-forward the base to the last of ``entries``' groups; each PR is merged."""
+    last = entries[-1]
+    assert last.group_sha is not None and entries[0].group_base_sha is not None
+    ref = f"refs/heads/{last.base_ref}"
+    before = entries[0].group_base_sha
+    hosting.update_ref(repo.bare_path, ref, last.group_sha)
+    events: list[Event] = [
+        (
+            "push",
+            payloads.push_event(state, repo, ref, before, last.group_sha, QUEUE_SENDER),
+            repo.full_name,
+        )
+    ]
+    for entry in entries:
+        events += _merged(state, repo, entry)
+    return events
+
+
+def _merged(state: StandinState, repo: Repo, entry: QueueEntry) -> list[Event]:
     pull = repo.pulls[entry.pull_number]
     assert entry.group_sha is not None and entry.group_base_sha is not None
-    ref = f"refs/heads/{entry.base_ref}"
     before, group = entry.group_base_sha, entry.group_sha
-    hosting.update_ref(repo.bare_path, ref, group)
     now = state.now()
     pull.state, pull.merged, pull.merged_at, pull.closed_at = "closed", True, now, now
     pull.merged_by, pull.merge_commit_sha, pull.base_sha, pull.updated_at = (
@@ -237,11 +256,6 @@ def _merge_front(state: StandinState, repo: Repo, entry: QueueEntry) -> list[Eve
     )
     repo.pushed_at = now
     events: list[Event] = [
-        (
-            "push",
-            payloads.push_event(state, repo, ref, before, group, QUEUE_SENDER),
-            repo.full_name,
-        ),
         (
             "pull_request",
             payloads.pull_request_event(state, repo, pull, "closed", entry.enqueuer),

@@ -210,3 +210,24 @@ def test_enqueue_refuses_a_moved_head_and_dequeue_takes_it_out(scene: Scene) -> 
     assert [d["reason"] for d in _groups(scene, "destroyed")] == ["dequeued"]
     anonymous = httpx.post(f"{scene.world.url}/graphql", json={"query": QUEUE})
     assert anonymous.status_code == 401
+
+
+def test_a_passing_group_merges_the_prs_ahead_of_it_too(scene: Scene) -> None:
+    """The last group holds every PR ahead of it: when its checks pass, they all merge."""
+    control, repo = scene.world.control, scene.world.repo
+    numbers = _series(scene, 3)
+    bare = control.repo(repo).bare_path
+    for number in numbers:
+        _gql(scene.bot, ENQUEUE, pr=_node(scene, number), head=control.pull(repo, number).head_sha)
+    groups = [g["merge_group"] for g in _groups(scene, "checks_requested")]
+    _pass(scene, groups[-1]["head_sha"])
+    assert hosting.resolve(bare, "refs/heads/main") == groups[-1]["head_sha"]
+    assert all(control.pull(repo, n).merged for n in numbers)
+    assert [d["reason"] for d in _groups(scene, "destroyed")] == ["merged"] * 3
+    pushes = [
+        deliveries.payload_of(d)
+        for d in control.deliveries("push")
+        if deliveries.payload_of(d)["ref"] == "refs/heads/main"
+    ]
+    assert pushes[-1]["after"] == groups[-1]["head_sha"]
+    github_contract.validate_delivery("push", pushes[-1])
