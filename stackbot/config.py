@@ -102,9 +102,13 @@ class LandingSettings(BaseModel):
     """``/stackbot land``: how PRs are merged and how often a waiting landing looks again."""
 
     # The merge button's method per repository (``{"NVIDIA/Megatron-LM": "squash"}``); others
-    # use ``merge_method``.
-    merge_methods: dict[str, Literal["merge", "squash", "rebase"]] = Field(default_factory=dict)
-    merge_method: Literal["merge", "squash", "rebase"] = "merge"
+    # use ``merge_method``. ``"queue"``: the repository requires GitHub's merge queue; the
+    # landing enqueues its PRs (the queue's own method makes the commits) and answers the
+    # ``merge_group`` checks from the tested tree.
+    merge_methods: dict[str, Literal["merge", "squash", "rebase", "queue"]] = Field(
+        default_factory=dict
+    )
+    merge_method: Literal["merge", "squash", "rebase", "queue"] = "merge"
     # How long a landing waiting for its tree's tests waits before it looks again.
     recheck_s: float = Field(default=30.0, gt=0)
     # The gate: how many landings of a repository are tested at once, each on top of the ones

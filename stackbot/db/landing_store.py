@@ -144,6 +144,17 @@ def entries_of(row: Landing) -> list[LandingEntry]:
 # -- the tested run of a tree -----------------------------------------------------------------
 
 
+def runs_with_tree(session: Session, *, repo_id: int, tree: str) -> list[IntegrationRun]:
+    """The repository's newest integration runs whose final tree is ``tree``."""
+    query = (
+        select(IntegrationRun)
+        .where(IntegrationRun.repo_id == repo_id, IntegrationRun.final_tree == tree)
+        .order_by(col(IntegrationRun.id).desc())
+        .limit(20)
+    )
+    return list(session.exec(query))
+
+
 def newest_matching_run(
     session: Session,
     *,

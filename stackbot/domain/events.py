@@ -18,6 +18,7 @@ from typing import Any
 
 from stackbot.domain.commands import MAX_PR_NUMBER, parse_command
 from stackbot.domain.tasks import (
+    AnswerMergeGroup,
     BaseMoved,
     CheckBase,
     FollowUp,
@@ -42,6 +43,7 @@ PULL_REQUEST_ACTIONS = frozenset(
 )
 ISSUE_COMMENT_ACTIONS = frozenset({"created", "edited"})
 CHECK_RUN_ACTIONS = frozenset({"rerequested"})
+MERGE_GROUP_ACTIONS = frozenset({"checks_requested", "destroyed"})
 BRANCH_PREFIX = "refs/heads/"
 
 
@@ -108,6 +110,20 @@ class CheckRunEvent:
 
 
 @dataclass(frozen=True)
+class MergeGroupEvent:
+    """GitHub's merge queue asks for checks on a merge group, or destroyed one (``reason``:
+    merged, invalidated, dequeued)."""
+
+    action: str
+    repo: RepoName
+    head_sha: Sha
+    head_ref: str
+    base_sha: str
+    base_ref: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class InstallationEvent:
     action: str
     installation_id: int
@@ -126,7 +142,13 @@ class UnknownEvent:
 
 
 Event = (
-    PingEvent | PullRequestEvent | IssueCommentEvent | PushEvent | CheckRunEvent | InstallationEvent
+    PingEvent
+    | PullRequestEvent
+    | IssueCommentEvent
+    | PushEvent
+    | CheckRunEvent
+    | InstallationEvent
+    | MergeGroupEvent
 )
 
 
@@ -309,6 +331,19 @@ def _check_run(root: _Fields, action: str) -> CheckRunEvent:
     )
 
 
+def _merge_group(root: _Fields, action: str) -> MergeGroupEvent:
+    group = root.obj("merge_group")
+    return MergeGroupEvent(
+        action=action,
+        repo=_repo(root),
+        head_sha=Sha(group.text("head_sha")),
+        head_ref=group.text("head_ref"),
+        base_sha=group.text("base_sha"),
+        base_ref=group.text("base_ref"),
+        reason=root.opt_text("reason"),
+    )
+
+
 def _installation(root: _Fields, action: str) -> InstallationEvent:
     installation = root.obj("installation")
     account = installation.opt_obj("account")
@@ -331,6 +366,7 @@ def parse_event(event_name: str, payload: object) -> Event | UnknownEvent:
         "pull_request": PULL_REQUEST_ACTIONS,
         "issue_comment": ISSUE_COMMENT_ACTIONS,
         "check_run": CHECK_RUN_ACTIONS,
+        "merge_group": MERGE_GROUP_ACTIONS,
         "installation": None,
         "push": None,
     }
@@ -350,6 +386,8 @@ def parse_event(event_name: str, payload: object) -> Event | UnknownEvent:
         return _issue_comment(root, action)
     if event_name == "check_run":
         return _check_run(root, action)
+    if event_name == "merge_group":
+        return _merge_group(root, action)
     return _installation(root, action)
 
 
@@ -416,6 +454,16 @@ def route_event(event: Event, *, base_branches: frozenset[str] = frozenset()) ->
         if event.branch not in bases:
             return []
         return [FollowUp.of(BaseMoved(event.repo, event.ref, event.branch, event.after))]
+    if isinstance(event, MergeGroupEvent):
+        group = AnswerMergeGroup(
+            repo=event.repo,
+            action=event.action,
+            head_sha=event.head_sha,
+            head_ref=event.head_ref,
+            base_ref=event.base_ref,
+            reason=event.reason,
+        )
+        return [FollowUp.of(group)]
     if isinstance(event, CheckRunEvent):
         return [
             FollowUp.of(

@@ -48,6 +48,7 @@ class TaskKind(StrEnum):
     PORT_PR = "port_pr"  # /stackbot port <branch>: a faithful port of a PR onto a branch
     TEST_ALONE = "test_alone"  # /stackbot test-alone: a PR's own stack tree tested
     LAND = "land"  # /stackbot land: a landing waits for its tested tree, then merges bottom-up
+    MERGE_GROUP = "merge_group"  # GitHub's merge queue: a merge group's checks answered
 
 
 NOT_STORED = {"stored": False}  # field metadata: a field kept out of the payload
@@ -359,6 +360,23 @@ class Land(Payload):
         return f"{self.KIND}:{self.repo}:{self.landing}"
 
 
+@dataclass(frozen=True)
+class AnswerMergeGroup(Payload):
+    """A ``merge_group`` delivery: answer the group's required checks from a tested tree (or
+    have its tree tested), or forget a destroyed group."""
+
+    KIND: ClassVar[TaskKind] = TaskKind.MERGE_GROUP
+    repo: RepoName
+    action: str  # checks_requested | destroyed
+    head_sha: str
+    head_ref: str
+    base_ref: str
+    reason: str | None = None
+
+    def dedupe_key(self) -> str:
+        return f"{self.KIND}:{self.repo}:{self.head_sha}:{self.action}"
+
+
 TaskPayload = (
     ProcessDelivery
     | SyncPull
@@ -377,6 +395,7 @@ TaskPayload = (
     | PortPr
     | TestAlone
     | Land
+    | AnswerMergeGroup
 )
 
 # Kind → payload class: one per member of TaskKind (a test holds the two together).
@@ -400,6 +419,7 @@ PAYLOADS: dict[TaskKind, type[TaskPayload]] = {
         PortPr,
         TestAlone,
         Land,
+        AnswerMergeGroup,
     )
 }
 

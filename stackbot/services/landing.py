@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.adapters.github_errors import GitHubRejected
@@ -56,6 +56,9 @@ from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 WRITERS = frozenset({"admin", "maintain", "write"})
+QUEUE_MODE = "queue"  # settings.landing.merge_method(s): land through GitHub's merge queue
+QUEUED_NOTE = "in GitHub's merge queue"
+NEW_PUSH = "a new push: its head is no longer the tested one"
 BLOCKED_RECHECK_FACTOR = 4  # a landing blocked on a review looks again less often
 
 
@@ -88,6 +91,8 @@ def handle_land(ctx: ServiceContext, task: Land) -> None:
     after, _ = _load(ctx, task.landing)
     if after is not None and after.state is LandingState.WAITING:  # main moved under it
         ctx.enqueue_task(task)
+    elif after is not None and after.state is LandingState.MERGING:  # in GitHub's merge queue
+        ctx.enqueue_task(task, delay_s=ctx.settings.landing.recheck_s)
 
 
 def register_tasks(registry: TaskRegistry) -> None:
@@ -342,6 +347,10 @@ def _protection_needs(
 def _merge_all(
     ctx: ServiceContext, client: GitHubPort, repo: RepoName, landing_id: int, base_ref: str
 ) -> None:
+    landing, _ = _load(ctx, landing_id)
+    if landing is not None and landing.merge_method == QUEUE_MODE:
+        _queue_all(ctx, client, repo, landing, base_ref)
+        return
     while True:
         landing, _ = _load(ctx, landing_id)
         if landing is None or landing.state is not LandingState.MERGING:
@@ -368,7 +377,7 @@ def _merge_one(
         _save(ctx, landing.id, entries=mark(landing.entries, entry.number, state="merged"))
         return True
     if pull.head_sha != entry.head_sha:
-        _refused(ctx, landing, entry, "a new push: its head is no longer the tested one")
+        _refused(ctx, landing, entry, NEW_PUSH)
         return False
     # main must be where the tested tree was made (or where this landing's last merge left
     # it): merging onto a main moved by someone else would leave an untested tree on it.
@@ -411,6 +420,65 @@ def _merge_one(
         entries=mark(landing.entries, entry.number, state="merged", merge_sha=tip),
     )
     return True
+
+
+def _queue_all(
+    ctx: ServiceContext, client: GitHubPort, repo: RepoName, landing: _Landing, base_ref: str
+) -> None:
+    """Queue mode (``merge_method = "queue"``): each PR, bottom-up, its children retargeted
+    first, is put into GitHub's merge queue at its tested head (``expectedHeadOid``); GitHub
+    merges it once its merge group's required checks pass (the ``merge_group`` task answers
+    them from the tested tree). Each look marks what GitHub merged meanwhile; the landing is
+    landed when all are. A refusal stops it like the merge path's; a PR taken out of the queue
+    is the ``merge_group`` task's to account for."""
+    entries = list(landing.entries)
+    started = any(e.state == "merged" or e.note == QUEUED_NOTE for e in entries)
+    for entry in landing.entries:
+        if entry.state != "pending":
+            continue
+        number = PrNumber(entry.number)
+        pull = client.get_pull(repo, number)
+        if pull.merged:
+            entries = mark(entries, entry.number, state="merged", note=None)
+            continue
+        if pull.head_sha != entry.head_sha:
+            _save(ctx, landing.id, entries=entries)
+            _refused(ctx, replace(landing, entries=tuple(entries)), entry, NEW_PUSH)
+            return
+        if entry.note == QUEUED_NOTE:
+            continue
+        if not started:
+            tip = client.branch_sha(repo, base_ref)
+            if landing.main_sha is not None and tip != landing.main_sha:
+                _save(
+                    ctx,
+                    landing.id,
+                    state=LandingState.WAITING,
+                    waiting_for=f"its tree to be tested on `{base_ref}` at `{tip[:10]}`",
+                )
+                return
+        _retarget_children(client, repo, pull)
+        if pull.base_ref != base_ref:
+            note = f"based on `{pull.base_ref}`, not `{base_ref}`: its parent has not landed"
+            _refused(ctx, replace(landing, entries=tuple(entries)), entry, note)
+            return
+        try:
+            client.enqueue_pull(repo, number, expected_head=entry.head_sha)
+        except GitHubRejected as refused:
+            _save(ctx, landing.id, entries=entries)
+            _refused(
+                ctx,
+                replace(landing, entries=tuple(entries)),
+                entry,
+                refusal_note(refused.status, refused.detail),
+            )
+            return
+        log.info("landing %s queued #%s at %s", landing.id, number, entry.head_sha[:12])
+        entries = mark(entries, entry.number, note=QUEUED_NOTE)
+        started = True
+    _save(ctx, landing.id, entries=entries)
+    if all(e.state == "merged" for e in entries):
+        _finish(ctx, client, repo, replace(landing, entries=tuple(entries)), base_ref)
 
 
 def _retarget_children(client: GitHubPort, repo: RepoName, parent: PrRecord) -> None:

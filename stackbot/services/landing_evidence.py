@@ -24,6 +24,7 @@ from stackbot.db.engine import session_scope
 from stackbot.db.models import Job, TestFinding
 from stackbot.db.models.jobs import FINISHED_STATES
 from stackbot.domain.landing import TreeEvidence
+from stackbot.domain.report_checks import check_run_name
 
 _INTEGRATED = frozenset({"clean", "resolved"})
 _NOT_GREEN_FINDINGS = frozenset({"new"})
@@ -121,3 +122,27 @@ def _judge(
         names = ", ".join(sorted({f"{j.test_set} {j.shape}" for j in broken}))
         return TreeEvidence("failed", run_id, tree, f"jobs without a result: {names}")
     return TreeEvidence("green", run_id, tree, "tested green")
+
+
+def tree_evidence(engine: Engine, *, repo_id: int, tree: str) -> tuple[TreeEvidence, list[str]]:
+    """Whether the git tree ``tree`` was tested (results keyed by tree: any integration run of
+    the repository whose final tree it is, newest first, a green one preferred), and the names
+    of the check runs its jobs give a PR (``stackbot/tests: <test set> <shape>``, own files)."""
+    with session_scope(engine, immediate=False) as session:
+        runs = landing_store.runs_with_tree(session, repo_id=repo_id, tree=tree)
+        verdicts: list[tuple[TreeEvidence, list[str]]] = []
+        for run in runs:
+            assert run.id is not None
+            if run.status in ("pending", "running"):
+                verdicts.append((TreeEvidence("testing", run.id, tree, "its tests to run"), []))
+                continue
+            if run.status not in _INTEGRATED and run.status != "conflict":
+                continue
+            jobs, findings = landing_store.tree_jobs_and_findings(session, run_id=run.id)
+            names = sorted({check_run_name(j.test_set, j.shape) for j in jobs})
+            verdicts.append((_judge(run.id, tree, jobs, findings), names))
+    for wanted in ("green", "testing", "failed"):
+        found = next((v for v in verdicts if v[0].state == wanted), None)
+        if found is not None:
+            return found
+    return TreeEvidence("untested", detail="no run of this tree"), []

@@ -20,6 +20,7 @@ from stackbot.services import (
     integrate,
     landing,
     maintenance,
+    merge_group,
     poll_jobs,
     reconcile,
     reporting,
@@ -53,6 +54,7 @@ def service_registry(settings: Settings) -> TaskRegistry:
         stack_commands,
         test_alone,
         landing,
+        merge_group,
     ):
         module.register_tasks(registry)
     missing = sorted(set(PAYLOADS) - set(registry.kinds))
