@@ -123,3 +123,32 @@ def test_a_merged_pull_request_asks_for_its_children_to_be_retargeted() -> None:
     assert [f.kind for f in route_event(closed)] == ["sync_pull"]
     labeled = replace(pr, action="ready_for_review")
     assert [f.kind for f in route_event(labeled)] == ["sync_pull"]
+
+
+def test_a_merge_group_asks_for_its_checks_to_be_answered() -> None:
+    """GitHub's own merge_group deliveries parse, and lead to one merge_group task per group
+    and action (a destroyed group too: the task forgets it, or stops a landing)."""
+    from stackbot.domain.events import MergeGroupEvent
+
+    group = parse_event("merge_group", example("merge_group", "checks_requested").payload)
+    assert isinstance(group, MergeGroupEvent) and ignore_reason(group) is None
+    assert group.head_ref.startswith("refs/heads/gh-readonly-queue/main/pr-104-")
+    assert (group.base_ref, group.reason) == ("refs/heads/main", None)
+    [task] = route_event(group)
+    assert (task.kind, task.dedupe_key) == (
+        "merge_group",
+        f"merge_group:octo-org/octo-repo:{group.head_sha}:checks_requested",
+    )
+    assert task.payload["head_ref"] == group.head_ref
+    destroyed = parse_event(
+        "merge_group",
+        {
+            **example("merge_group", "checks_requested").payload,
+            "action": "destroyed",
+            "reason": "dequeued",
+        },
+    )
+    assert isinstance(destroyed, MergeGroupEvent) and destroyed.reason == "dequeued"
+    assert [f.payload["reason"] for f in route_event(destroyed)] == ["dequeued"]
+    odd = parse_event("merge_group", {"action": "frobnicated"})
+    assert isinstance(odd, UnknownEvent)

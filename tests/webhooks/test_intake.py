@@ -17,12 +17,13 @@ from tests.webhooks.conftest import count_rows
 URL = "/webhooks/github"
 
 # What the intake decides for each real example: GitHub's issue_comment example is on a plain
-# issue, and its push example deletes a tag, so neither asks stackbot for work; merge_group and
-# pull_request_review are events stackbot does not act on yet (recorded, ignored as unknown).
+# issue, and its push example deletes a tag, so neither asks stackbot for work; merge_group asks
+# for its checks (the merge queue); pull_request_review is an event stackbot does not act on yet
+# (recorded, ignored as unknown).
 EXPECTED_STATUS = {
     ("issue_comment", "created"): "ignored",
-    ("merge_group", "checks_requested"): "ignored",
-    ("merge_group", "checks_requested-2"): "ignored",
+    ("merge_group", "checks_requested"): "recorded",
+    ("merge_group", "checks_requested-2"): "recorded",
     ("pull_request_review", "dismissed-2"): "ignored",
     ("pull_request_review", "submitted-1"): "ignored",
     ("pull_request_review", "submitted-3"): "ignored",
