@@ -40,6 +40,13 @@ EXAMPLES: list[tasks.TaskPayload] = [
     tasks.PortPr("o/r", 7523, "dev", "dave"),
     tasks.TestAlone("o/r", 8034),
     tasks.Land("o/r", 3),
+    tasks.AnswerMergeGroup(
+        "o/r",
+        "checks_requested",
+        "a" * 40,
+        "refs/heads/gh-readonly-queue/main/pr-8034-" + "b" * 40,
+        "refs/heads/main",
+    ),
 ]
 
 
