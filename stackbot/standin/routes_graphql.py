@@ -274,7 +274,7 @@ class _Resolver:
 
 
 def register(app: FastAPI, state: StandinState) -> None:
-    from graphql import build_schema, graphql_sync  # a test tool's dependency: only here
+    from graphql import build_schema, graphql_sync
 
     schema = build_schema(SDL)
 
