@@ -243,3 +243,27 @@ def tree_jobs_and_findings(session: Session, *, run_id: int) -> tuple[list[Job],
     ).all()
     findings = session.exec(select(TestFinding).where(TestFinding.run_id == run_id)).all()
     return list(jobs), list(findings)
+
+
+# -- the dashboard's landing page ---------------------------------------------------------------
+
+
+def active_landings(session: Session) -> list[Landing]:
+    """Every repository's gate at once: waiting and merging landings, oldest first."""
+    return list(
+        session.exec(
+            select(Landing).where(col(Landing.state).in_(ACTIVE)).order_by(col(Landing.id))
+        )
+    )
+
+
+def finished_landings(session: Session, *, limit: int) -> list[Landing]:
+    """The ``limit`` landings that finished last (landed, stopped or cancelled), newest first."""
+    return list(
+        session.exec(
+            select(Landing)
+            .where(col(Landing.state).not_in(ACTIVE))
+            .order_by(col(Landing.finished_at).desc(), col(Landing.id).desc())
+            .limit(limit)
+        )
+    )
