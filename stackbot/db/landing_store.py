@@ -267,3 +267,15 @@ def finished_landings(session: Session, *, limit: int) -> list[Landing]:
             .limit(limit)
         )
     )
+
+
+def landing_run_ids(session: Session) -> list[int]:
+    """The integration runs whose jobs ``/metrics`` counts as landing GPU-hours: every gate run
+    (a tree a landing asked for: its own PRs on a new main, or speculatively on top of the
+    landings ahead) and every landing's tested run (the tree it merged or was to merge, even
+    when that series run was made before ``/stackbot land``)."""
+    gates = session.exec(select(IntegrationRun.id).where(IntegrationRun.kind == "gate")).all()
+    tested = session.exec(
+        select(Landing.tested_run_id).where(col(Landing.tested_run_id).is_not(None))
+    ).all()
+    return sorted({int(i) for i in (*gates, *tested) if i is not None})
