@@ -23,8 +23,10 @@ test fails on a tree's first run only; main moves under the queue ``--main-pushe
 landing is read ``--fix-hours`` later, its broken PR fixed by a new push, and what is left of
 the series landed again.
 
-Policies: ``per-pr`` (each PR its own landing, queued in order as GitHub's merge queue takes
-them: each tested on main + the PRs ahead + itself, ``--window`` at once); ``series`` (one
+Policies: ``per-pr`` (today's practice with GitHub's merge queue: each PR its own landing,
+tested on main + the PRs ahead in the queue + itself, ``--window`` at once, a failure re-testing
+everything behind it; a series' child is queued only once its parent landed, since until then it
+is based on its parent's branch); ``series`` (one
 landing per series, window 1: each tested on main when its turn comes); ``speculative`` (one
 landing per series, the gate with ``--window`` landings tested at once on top of the ones
 ahead).
@@ -44,7 +46,11 @@ unlanded base), ``untested_merges``
 tested head), ``prs_closed_by_base_deletion``, ``merge_group_jobs_on_tested_trees`` (GPU jobs
 started on a tree and configuration that already had a passed job: with the GitHub merge queue
 not modelled, these are the jobs of a landing's tree re-integrated on the main it lands on),
-``stopped_landings``, ``wall_s`` (simulated).
+``stopped_landings``, ``wall_s`` (simulated), ``by_series_size`` (per size of series, ``1``,
+``2-5``, ``6-30`` PRs: ``series``, ``prs``, ``landed_prs``, ``gpu_hours`` of the jobs of the
+trees its landings asked for, ``gpu_hours_per_landed_pr``; ``main``: main's baseline jobs) and,
+when ``per-pr`` ran too, ``ratio_to_per_pr`` (in all and per size): a series of one PR costs
+one run of its tree under every policy, so the saving comes from the longer series only.
 """
 
 from __future__ import annotations
@@ -68,7 +74,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import Engine, update
 from sqlmodel import Session, col, select
 
-from benchmarks.plan_sim import FAILING_CONFIG, Injected, TimingExecutor, _Resources
+from benchmarks.plan_sim import (
+    FAILING_CONFIG,
+    Injected,
+    TimingExecutor,
+    _Resources,
+    executor_gpu_hours,
+    find_or_add_run,
+    poll_now,
+    test_and_plan,
+)
 from gpu_jobs.testsets import load_test_sets
 from stackbot.adapters.github_errors import GitHubRejected
 from stackbot.config import LandingSettings, Settings, load_settings
@@ -86,12 +101,11 @@ from stackbot.domain.landing import LandingEntry, LandingState
 from stackbot.domain.landing_text import LANDING_MARKER
 from stackbot.domain.pipeline import PrState
 from stackbot.domain.records import CommentRecord, MergeRules, PrRecord, ReviewRecord
-from stackbot.domain.tasks import FollowUp, Integrate, Land, PollJobs, Report
+from stackbot.domain.tasks import Integrate, Land, PollJobs, Report
 from stackbot.domain.types import PrNumber, RepoName
 from stackbot.services import jobs as job_service
 from stackbot.services import landing as landing_service
 from stackbot.services import poll_jobs
-from stackbot.services.integrate import plan_tested_runs, test_runs
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry, queue
 from stackbot.worker.runner import Worker
@@ -391,18 +405,16 @@ class World:
             n: PrState(PrNumber(n), p.head_sha, p.state == "open", frozenset({p.head_sha}))
             for n, p in self.github.pulls.items()
         }
-        untested = test_runs(self.engine, self.settings, made, self.requests, states)
-        tested = [r for r in made if r not in untested]
-        with session_scope(self.engine) as session:
-            job_service.create_baseline_jobs(
-                session,
-                repo_id=self.repo_id,
-                base_ref="main",
-                base_sha=self.main_sha,
-                base_tree=tree_sha(self.main_tree),
-                requests=self.requests,
-            )
-        plan_tested_runs(self.engine, self.settings, tested)
+        test_and_plan(
+            self.engine,
+            self.settings,
+            made,
+            self.requests,
+            states,
+            repo_id=self.repo_id,
+            base_sha=self.main_sha,
+            base_tree=tree_sha(self.main_tree),
+        )
         ctx.enqueue_task(PollJobs())
 
     def _heads(self, prs: Sequence[int]) -> dict[str, str]:
@@ -418,30 +430,19 @@ class World:
         series_key: str | None,
     ) -> int:
         heads = self._heads(prs)
-        for run in session.exec(
-            select(IntegrationRun).where(
-                IntegrationRun.repo_id == self.repo_id,
-                IntegrationRun.kind == kind,
-                IntegrationRun.name == name,
-                IntegrationRun.base_sha == self.main_sha,
-            )
-        ):
-            if run.heads == heads and run.id is not None:
-                return run.id
-        run = IntegrationRun(
+        run, new = find_or_add_run(
+            session,
             repo_id=self.repo_id,
             kind=kind,
             name=name,
             series_key=series_key,
             target_pr=target,
-            base_ref="main",
             base_sha=self.main_sha,
-            status="clean",
             heads=heads,
         )
-        session.add(run)
-        session.flush()
         assert run.id is not None
+        if not new:
+            return run.id
         merged = set(self.main_tree)
         for position, n in enumerate(prs, 1):
             merged.add((int(n), self.github.pulls[int(n)].version))
@@ -509,18 +510,10 @@ class World:
                 .where(col(Task.status) == "pending")
                 .values(run_after=queue.utcnow() - timedelta(seconds=1))
             )
-            if not session.exec(
-                select(Task).where(Task.kind == "poll_jobs", Task.status == "pending")
-            ).first():
-                again = FollowUp.of(PollJobs())
-                queue.enqueue(session, again.kind, again.payload, dedupe_key=again.dedupe_key)
+        poll_now(self.engine)  # and poll_jobs queued, if none is
 
     def gpu_hours(self) -> float:
-        total = 0.0
-        for run in self.executor.jobs.values():
-            shape = run.spec.shape
-            total += shape.nodes * shape.gpus_per_node * (run.end - run.start)
-        return total / 3600.0
+        return executor_gpu_hours(self.executor)
 
 
 # -- one policy --------------------------------------------------------------------------------
@@ -577,6 +570,10 @@ def simulate(policy: str, args: argparse.Namespace, traffic: Traffic, url: str) 
             if _snapshot(world) == before:
                 break
         _after_round(world, states, landing_series, args)
+        if policy == "per-pr":  # a landed parent lets its child into the queue
+            for state in states.values():
+                if state.arrival.prs[0] in world.github.pulls:
+                    _queue(world, policy, state, landing_series)
         active = _active(world)
         upcoming = [
             t
@@ -611,8 +608,18 @@ def _queue(world: World, policy: str, state: SeriesState, landing_series: dict[i
     if not todo or state.fix_at is not None:
         return
     if policy == "per-pr":
-        for n in todo:  # each PR queued on its own, in series order
-            landing_series[world.land(state.arrival.key, [n], up_to=n)] = state.arrival.key
+        # Today's practice: a child PR is based on its parent's branch (pull-request/<parent>)
+        # and can enter GitHub's merge queue for main only once its parent merged and it was
+        # retargeted. So one PR of a series at a time, the lowest open one, queued on its own
+        # (its own full test run); its child is queued when it has landed. (Before: every PR of
+        # the series queued at once, children tested speculatively on top of their parents,
+        # which GitHub's merge queue cannot do for a stack.)
+        if state.queued & set(open_prs):
+            return  # the series' PR in the queue has not landed yet
+        n = open_prs[0]
+        landing_series[world.land(state.arrival.key, [n], up_to=n)] = state.arrival.key
+        state.queued.add(n)
+        return
     else:
         landing_series[world.land(state.arrival.key, todo, up_to=None)] = state.arrival.key
     state.queued |= set(todo)
@@ -716,15 +723,7 @@ def _measure(
         for rid in with_jobs
         if rid in runs and runs[rid].final_tree not in world.main_trees and rid not in failing_runs
     ]
-    # Jobs started on a (tree, configuration) that already had a passed job.
-    passed_before: set[tuple[str, str]] = set()
-    again = 0
-    for job in jobs:
-        key = (job.tree_sha or "", job.config_hash or "")
-        if job.reused_from_job_id is None and key in passed_before:
-            again += 1
-        if job.status == "passed":
-            passed_before.add(key)
+    again = jobs_on_passed_trees(jobs)
     untested = 0
     unaccounted = 0
     for row in rows:
@@ -770,9 +769,84 @@ def _measure(
         "prs_closed_by_base_deletion": world.github.closed_by_base_deletion,
         "merge_group_jobs_on_tested_trees": again,
         "stopped_landings": sum(1 for r in rows if r.state == LandingState.STOPPED),
+        "by_series_size": by_series_size(world, traffic, rows, runs, jobs),
         "jobs": len(original),
         "wall_s": round(world.now, 1),
     }
+
+
+def jobs_on_passed_trees(jobs: Sequence[Job]) -> int:
+    """``merge_group_jobs_on_tested_trees``, measured on the jobs the run made (in the order
+    they were made): jobs that ran (not a reused result) on a tree and configuration that
+    already had a passed job. Each landing's tree on the main it lands on is integrated again
+    (the merge group's tree, with GitHub's merge queue not modelled): when that tree was tested,
+    its jobs must all be reused, so anything counted here is a GPU job spent on a tested tree."""
+    passed_before: set[tuple[str, str]] = set()
+    again = 0
+    for job in jobs:
+        key = (job.tree_sha or "", job.config_hash or "")
+        if job.reused_from_job_id is None and key in passed_before:
+            again += 1
+        if job.status == "passed":
+            passed_before.add(key)
+    return again
+
+
+SIZE_BUCKETS = (("1", 1, 1), ("2-5", 2, 5), ("6-30", 6, 30))
+
+
+def size_bucket(size: int) -> str:
+    for name, low, high in SIZE_BUCKETS:
+        if low <= size <= high:
+            return name
+    return f">{SIZE_BUCKETS[-1][2]}"
+
+
+def by_series_size(
+    world: World,
+    traffic: Traffic,
+    rows: Sequence[Any],
+    runs: dict[int, IntegrationRun],
+    jobs: Sequence[Job],
+) -> dict[str, dict[str, Any]]:
+    """GPU-hours and landed PRs per series size (1, 2-5, 6-30 PRs): a job's GPU-hours go to
+    the series of the landing whose tree it tested (its run's series: a gate run is asked by
+    the landing whose PRs come last in it, on top of the ones ahead); main's baseline jobs
+    (no run) are ``main``, in no bucket."""
+    size_of = {a.key: len(a.prs) for a in traffic.series}
+    run_of_job = {f"stackbot-job-{j.id}": j.integration_run_id for j in jobs}
+    out: dict[str, dict[str, Any]] = {
+        name: {"series": 0, "prs": 0, "landed_prs": 0, "gpu_hours": 0.0}
+        for name, _, _ in SIZE_BUCKETS
+    }
+    out["main"] = {"gpu_hours": 0.0}
+    for arrival in traffic.series:
+        bucket = out.setdefault(
+            size_bucket(len(arrival.prs)),
+            {"series": 0, "prs": 0, "landed_prs": 0, "gpu_hours": 0.0},
+        )
+        bucket["series"] += 1
+        bucket["prs"] += len(arrival.prs)
+    for row in rows:
+        merged = sum(1 for e in landing_store.entries_of(row) if e.state == "merged")
+        out[size_bucket(size_of.get(row.series_key, 1))]["landed_prs"] += merged
+    for running in world.executor.jobs.values():
+        shape = running.spec.shape
+        hours = shape.nodes * shape.gpus_per_node * (running.end - running.start) / 3600.0
+        run = runs.get(run_of_job.get(running.spec.job_id) or 0)
+        key = run.series_key if run is not None else None
+        if key is None or key not in size_of:
+            out["main"]["gpu_hours"] += hours
+            continue
+        out[size_bucket(size_of[key])]["gpu_hours"] += hours
+    for values in out.values():
+        values["gpu_hours"] = round(values["gpu_hours"], 2)
+        if "landed_prs" in values:
+            landed = values["landed_prs"]
+            values["gpu_hours_per_landed_pr"] = (
+                round(values["gpu_hours"] / landed, 3) if landed else None
+            )
+    return out
 
 
 def _based_well(world: World, base: str) -> bool:
@@ -832,10 +906,33 @@ def main(argv: list[str] | None = None) -> int:
             with ExitStack() as stack:
                 url = _database(args.database, Path(tmp), policy.replace("-", "_"), stack)
                 results.append(simulate(policy, args, traffic, url))
+    add_ratios(results)
     for result in results:
         result.update(seed=args.seed, hours=args.hours)
         print(json.dumps(result, sort_keys=True) if args.json else _line(result))
     return 0
+
+
+def add_ratios(results: Sequence[dict[str, Any]]) -> None:
+    """Each policy's GPU-hours per landed PR over ``per-pr``'s, in all and per series size
+    (``ratio_to_per_pr``), when ``per-pr`` ran too (the goal: at most 0.2 for speculative)."""
+    base = next((r for r in results if r["policy"] == "per-pr"), None)
+    if base is None:
+        return
+
+    def ratio(mine: float | None, theirs: float | None) -> float | None:
+        return round(mine / theirs, 3) if mine is not None and theirs else None
+
+    for result in results:
+        result["ratio_to_per_pr"] = ratio(
+            result["gpu_hours_per_landed_pr"], base["gpu_hours_per_landed_pr"]
+        )
+        for name, values in result["by_series_size"].items():
+            if "gpu_hours_per_landed_pr" in values:
+                values["ratio_to_per_pr"] = ratio(
+                    values["gpu_hours_per_landed_pr"],
+                    base["by_series_size"].get(name, {}).get("gpu_hours_per_landed_pr"),
+                )
 
 
 def _line(r: dict[str, Any]) -> str:

@@ -198,6 +198,102 @@ class _Resources(WorkerResources):
         return self._sim_sets
 
 
+# -- what bench_landing.py's simulation shares with this one ---------------------------------
+
+
+def find_or_add_run(
+    session: Session,
+    *,
+    repo_id: int,
+    kind: str,
+    name: str,
+    series_key: str | None,
+    target_pr: int | None,
+    base_sha: str,
+    heads: dict[str, str],
+) -> tuple[IntegrationRun, bool]:
+    """The stored run identical to this one (same kind, name, base and heads: the real
+    integrate makes no run twice), or a new clean run (True) whose steps the caller adds."""
+    for run in session.exec(
+        select(IntegrationRun).where(
+            IntegrationRun.repo_id == repo_id,
+            IntegrationRun.kind == kind,
+            IntegrationRun.name == name,
+            IntegrationRun.base_sha == base_sha,
+        )
+    ):
+        if run.heads == heads and run.id is not None:
+            return run, False
+    run = IntegrationRun(
+        repo_id=repo_id,
+        kind=kind,
+        name=name,
+        series_key=series_key,
+        target_pr=target_pr,
+        base_ref="main",
+        base_sha=base_sha,
+        status="clean",
+        heads=heads,
+    )
+    session.add(run)
+    session.flush()
+    return run, True
+
+
+def test_and_plan(
+    engine: Engine,
+    settings: Settings,
+    made: Sequence[int],
+    requests: Any,
+    states: Any,
+    *,
+    repo_id: int,
+    base_sha: str,
+    base_tree: str,
+    own: Any = None,
+) -> None:
+    """What the real integrate does after making ``made``: the test policy picks the runs to
+    test (``test_runs``), main's baseline jobs are made, and the planner plans the tested runs."""
+    untested = test_runs(engine, settings, list(made), requests, states, own=own)
+    tested = [r for r in made if r not in untested]
+    with session_scope(engine) as session:
+        job_service.create_baseline_jobs(
+            session,
+            repo_id=repo_id,
+            base_ref="main",
+            base_sha=base_sha,
+            base_tree=base_tree,
+            requests=requests,
+        )
+    plan_tested_runs(engine, settings, tested)
+
+
+def executor_gpu_hours(executor: TimingExecutor) -> float:
+    """GPU-hours of every job the simulated executor ran (nodes x GPUs x seconds)."""
+    total = 0.0
+    for run in executor.jobs.values():
+        shape = run.spec.shape
+        total += shape.nodes * shape.gpus_per_node * (run.end - run.start)
+    return total / 3600.0
+
+
+def poll_now(engine: Engine) -> None:
+    """Make poll_jobs due now (it reschedules itself a couple of real seconds ahead)."""
+    with session_scope(engine) as session:
+        found = session.exec(
+            select(Task).where(Task.kind == "poll_jobs", Task.status == "pending")
+        ).first()
+        if found is None:
+            again = FollowUp.of(PollJobs())
+            queue.enqueue(session, again.kind, again.payload, dedupe_key=again.dedupe_key)
+        else:
+            session.execute(
+                update(Task)
+                .where(col(Task.id) == found.id)
+                .values(run_after=queue.utcnow() - timedelta(seconds=1))
+            )
+
+
 @dataclass
 class PushResult:
     series_run: int
@@ -316,18 +412,17 @@ class Simulation:
             n: PrState(PrNumber(n), self._head(n), True, frozenset({self._head(n)}))
             for n in self.versions
         }
-        untested = test_runs(self.engine, self.settings, made, self.requests, states, own=self.own)
-        tested = [r for r in made if r not in untested]
-        with session_scope(self.engine) as session:
-            job_service.create_baseline_jobs(
-                session,
-                repo_id=self.repo_id,
-                base_ref="main",
-                base_sha=self.base_sha,
-                base_tree=_sha("tree", sorted(self.landed)) if self.landed else _sha("tree", []),
-                requests=self.requests,
-            )
-        plan_tested_runs(self.engine, self.settings, tested)
+        test_and_plan(
+            self.engine,
+            self.settings,
+            made,
+            self.requests,
+            states,
+            repo_id=self.repo_id,
+            base_sha=self.base_sha,
+            base_tree=_sha("tree", sorted(self.landed)) if self.landed else _sha("tree", []),
+            own=self.own,
+        )
         return PushResult(series_id, stacks)
 
     def land(self, pr: int) -> PushResult:
@@ -349,31 +444,19 @@ class Simulation:
         merged: set[tuple[int, int]] = set()
         heads = {str(n): self._head(n) for n in order}
         name = f"pr-{target}" if kind == "stack" else "series-6307"
-        # A run identical to a stored one (same kind, name, heads and base) is not made again.
-        same = session.exec(
-            select(IntegrationRun).where(
-                IntegrationRun.repo_id == self.repo_id,
-                IntegrationRun.kind == kind,
-                IntegrationRun.name == name,
-            )
-        ).all()
-        for run in same:
-            if run.heads == heads and run.base_sha == self.base_sha and run.id is not None:
-                return run.id
-        run = IntegrationRun(
+        run, new = find_or_add_run(
+            session,
             repo_id=self.repo_id,
             kind=kind,
             name=name,
             series_key=SERIES,
             target_pr=target,
-            base_ref="main",
             base_sha=self.base_sha,
-            status="clean",
             heads=heads,
         )
-        session.add(run)
-        session.flush()
         assert run.id is not None
+        if not new:
+            return run.id
         merged |= self.landed
         tree_sha, commit = self._tree(frozenset(merged))
         for position, n in enumerate(order, 1):
@@ -447,20 +530,7 @@ class Simulation:
             ][:20]
 
     def _poll_now(self) -> None:
-        """Make poll_jobs due now (it reschedules itself a couple of real seconds ahead)."""
-        with session_scope(self.engine) as session:
-            found = session.exec(
-                select(Task).where(Task.kind == "poll_jobs", Task.status == "pending")
-            ).first()
-            if found is None:
-                again = FollowUp.of(PollJobs())
-                queue.enqueue(session, again.kind, again.payload, dedupe_key=again.dedupe_key)
-            else:
-                session.execute(
-                    update(Task)
-                    .where(col(Task.id) == found.id)
-                    .values(run_after=queue.utcnow() - timedelta(seconds=1))
-                )
+        poll_now(self.engine)
 
     # -- what it cost and found -----------------------------------------------------------
 
@@ -475,11 +545,7 @@ class Simulation:
         return jobs
 
     def gpu_hours(self) -> float:
-        total = 0.0
-        for run in self.executor.jobs.values():
-            shape = run.spec.shape
-            total += shape.nodes * shape.gpus_per_node * (run.end - run.start)
-        return total / 3600.0
+        return executor_gpu_hours(self.executor)
 
     def findings(self, run_id: int) -> list[TestFinding]:
         with Session(self.engine) as session:

@@ -254,3 +254,39 @@ def tree_jobs_and_findings(session: Session, *, run_id: int) -> tuple[list[Job],
     ).all()
     findings = session.exec(select(TestFinding).where(TestFinding.run_id == run_id)).all()
     return list(jobs), list(findings)
+
+
+# -- the dashboard's landing page ---------------------------------------------------------------
+
+
+def active_landings(session: Session) -> list[Landing]:
+    """Every repository's gate at once: waiting and merging landings, oldest first."""
+    return list(
+        session.exec(
+            select(Landing).where(col(Landing.state).in_(ACTIVE)).order_by(col(Landing.id))
+        )
+    )
+
+
+def finished_landings(session: Session, *, limit: int) -> list[Landing]:
+    """The ``limit`` landings that finished last (landed, stopped or cancelled), newest first."""
+    return list(
+        session.exec(
+            select(Landing)
+            .where(col(Landing.state).not_in(ACTIVE))
+            .order_by(col(Landing.finished_at).desc(), col(Landing.id).desc())
+            .limit(limit)
+        )
+    )
+
+
+def landing_run_ids(session: Session) -> list[int]:
+    """The integration runs whose jobs ``/metrics`` counts as landing GPU-hours: every gate run
+    (a tree a landing asked for: its own PRs on a new main, or speculatively on top of the
+    landings ahead) and every landing's tested run (the tree it merged or was to merge, even
+    when that series run was made before ``/stackbot land``)."""
+    gates = session.exec(select(IntegrationRun.id).where(IntegrationRun.kind == "gate")).all()
+    tested = session.exec(
+        select(Landing.tested_run_id).where(col(Landing.tested_run_id).is_not(None))
+    ).all()
+    return sorted({int(i) for i in (*gates, *tested) if i is not None})

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request, Response
 
 from stackbot.web import page_cache, pages, readmodel
 from stackbot.web.params import PullNumber, RowId
+from stackbot.web.readmodel.landings import landings_page
 from stackbot.web.readmodel.nodes import nodes_view
 from stackbot.web.readmodel.tasks import last_data_change
 
@@ -168,6 +169,21 @@ def api_nodes(request: Request) -> dict[str, Any]:
     with pages.session(request) as session:
         view = nodes_view(session, settings=pages.settings(request))
     return view.to_json()
+
+
+@router.get(
+    "/landing",
+    summary="The landing gate per repository, and the landings that finished last",
+)
+def api_landing(request: Request) -> dict[str, Any]:
+    """Per repository: ``queue``, the active landings in the order they land (``position`` 0
+    lands next), each with ``state`` (merging, blocked, testing, speculative, failed-ahead,
+    turn), ``on_top_of`` (the landings ahead it is tested speculatively on top of),
+    ``waiting_for`` and ``queued_at``; ``finished``, the last landed, stopped or cancelled
+    landings with ``land_to_finished_s`` (from ``/stackbot land`` to landed or stopped) and
+    for a stopped one its ``cause`` (as ``/metrics`` counts it)."""
+    with pages.session(request) as session:
+        return landings_page(session, settings=pages.settings(request)).to_json()
 
 
 @router.get("/changes", summary="A token that changes whenever the dashboard's data changes")

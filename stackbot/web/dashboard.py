@@ -31,6 +31,7 @@ from stackbot.web.joblogs import log_lines, tail_line
 from stackbot.web.params import MAX_ROW_ID, PullNumber, RowId
 from stackbot.web.readmodel.closed_children import closed_child_rows
 from stackbot.web.readmodel.jobs import node_names, tested_by
+from stackbot.web.readmodel.landings import landings_page
 from stackbot.web.readmodel.nodes import nodes_view
 from stackbot.web.readmodel.quarantine import quarantine_page
 
@@ -162,6 +163,15 @@ def quarantine(request: Request) -> HTMLResponse:
         page = quarantine_page(db, settings=pages.settings(request))
         nodes = nodes_view(db, settings=pages.settings(request))
     return TEMPLATES.TemplateResponse(request, "quarantine.html", {"page": page, "nodes": nodes})
+
+
+@router.get("/landing", response_class=HTMLResponse)
+def landing(request: Request) -> HTMLResponse:
+    """Per repository the landing gate in order (what lands next, what is tested
+    speculatively on top of what), then finished landings with their time to land."""
+    with pages.session(request) as db:
+        page = landings_page(db, settings=pages.settings(request))
+    return TEMPLATES.TemplateResponse(request, "landing.html", {"page": page})
 
 
 @router.get("/series/{slug}/flaky", response_class=HTMLResponse)
