@@ -160,10 +160,23 @@ def test_without_the_table_own_tests_are_not_run() -> None:
     assert _own("") is None
 
 
-def test_the_builtin_file_runs_own_tests_on_1x4() -> None:
+def test_the_builtin_file_runs_megatrons_unit_tests_on_8_ranks() -> None:
+    """Megatron-LM writes its unit tests for 8 ranks (issue 24 point 6): the built-in file runs
+    every own test file at 2x4 and says they need 8 ranks, so a deployment that lists smaller
+    shapes still runs them on 8 (and a job short of ranks reports them not judged)."""
     own = load_own_tests()
     assert own is not None and own.roots == ("tests/unit_tests",)
-    assert [str(s) for s in own.shapes_for("tests/unit_tests/x/test_y.py")] == ["1x4"]
+    assert [str(s) for s in own.default_shapes] == ["2x4"]
+    assert own.min_world_size == {"tests/unit_tests": 8}
+    for path in ("tests/unit_tests/x/test_y.py", "tests/unit_tests/test_hyper_comm_grid.py"):
+        assert [str(s) for s in own.shapes_for(path)] == ["2x4"]
+        assert own.ranks_needed(path) == 8
+    # Its job carries the convention: on 4 ranks a test of such a file is not judged.
+    grid = "tests/unit_tests/test_hyper_comm_grid.py"
+    short = own.test_set((grid,), "1x4").job_spec(job_id="j", shape="1x4", checkout="/t")
+    assert short.needed_world_size(f"{grid}::test_x") == ("tests/unit_tests", 8)
+    full = own.test_set((grid,), "2x4").job_spec(job_id="j", shape="2x4", checkout="/t")
+    assert full.needed_world_size(f"{grid}::test_x") is None
     assert set(load_test_sets(BUILTIN_TEST_SETS)) == {"amax-group", "blockwise-recipe"}
 
 
@@ -673,18 +686,19 @@ def test_a_retest_of_all_sets_reruns_the_prs_own_files_too(
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="amax-group"))  # type: ignore[arg-type]
     assert {j.test_set for j in _jobs(engine)} == {"amax-group"}
     # Re-running the check run of the PR's own files (external id run/SET/SHAPE): the stack
-    # tree's batched own-files jobs run again (its ancestor #8034's file among them).
+    # tree's batched own-files job runs again (its ancestor #8034's file among them), at 2x4:
+    # the built-in file runs Megatron's unit tests on the 8 ranks they are written for.
     rerun = Retest("NVIDIA/Megatron-LM", 8035, check_run_id=1, external_id="1/own:8035/*")
     handle_retest(Ctx(), rerun)  # type: ignore[arg-type]
     made = [(j.test_set, j.shape, tuple(j.targets or ())) for j in _jobs(engine)]
-    assert made[2:] == [("own", "1x4", (AMAX, CTX, NEW)), ("own", "2x4", (AMAX,))]
+    assert made[2:] == [("own", "2x4", (AMAX, CTX, NEW))]
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035))  # type: ignore[arg-type]
     names = [j.test_set for j in _jobs(engine)]
-    assert names.count("own") == 4 and names.count("blockwise-recipe") == 1
+    assert names.count("own") == 2 and names.count("blockwise-recipe") == 1
     # `/stackbot retest own:8035`: the own files' jobs only, on every shape they run on.
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="own:8035"))  # type: ignore[arg-type]
     added = _jobs(engine)[len(names) :]
-    assert [(j.test_set, j.shape) for j in added] == [("own", "1x4"), ("own", "2x4")]
+    assert [(j.test_set, j.shape) for j in added] == [("own", "2x4")]
     assert all(j.reused_from_job_id is None for j in added)  # a retest runs them again
 
 
