@@ -127,12 +127,12 @@ class TestRow:
 
     @property
     def label(self) -> str:
-        """The row's key: ``amax-group 2x4``, ``own:8034 1x4``."""
+        """The row's key: ``amax-group 2x4``, ``own:8034 2x4``."""
         return f"{self.test_set} {self.shape}"
 
     @property
     def shown(self) -> str:
-        """The row as a reader sees it: ``amax-group 2x4``, ``#8034's own test files 1x4``."""
+        """The row as a reader sees it: ``amax-group 2x4``, ``#8034's own test files 2x4``."""
         return f"{test_set_words(self.test_set)} {self.shape}"
 
     @property

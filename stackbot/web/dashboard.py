@@ -92,7 +92,7 @@ TEMPLATES.env.filters["problem_words"] = problem_words
 TEMPLATES.env.filters["purpose_words"] = purpose_words
 # A PR's own test files as a test set's name reads: ``own:8034`` → ``#8034's own test files``
 # (the words of :func:`~stackbot.domain.report_view.test_set_words`).
-# ``own 1x4``, the tree's batched job of every PR's own test files → ``own test files 1x4``.
+# ``own 2x4``, the tree's batched job of every PR's own test files → ``own test files 2x4``.
 TEMPLATES.env.filters["set_name"] = lambda name: re.sub(
     r"^own(?= |$)", "own test files", re.sub(r"\bown:(\d+)", r"#\1's own test files", str(name))
 )

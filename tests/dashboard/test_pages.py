@@ -192,7 +192,7 @@ def test_pages_say_things_in_words(client: TestClient, engine: Engine, tmp_path:
 
     assert TEMPLATES.env.filters["set_name"]("own:8034") == "#8034's own test files"
     # the tree's batched job of every PR's own files
-    assert TEMPLATES.env.filters["set_name"]("own 1x4") == "own test files 1x4"
+    assert TEMPLATES.env.filters["set_name"]("own 2x4") == "own test files 2x4"
     assert TEMPLATES.env.filters["set_name"]("owner 1x4") == "owner 1x4"
 
 

@@ -64,7 +64,7 @@ def test_a_non_vetters_ok_to_test_is_refused_and_a_vetters_accepted(demo: DemoRu
 def test_jobs_really_ran_and_identical_trees_ran_once(demo: DemoRun) -> None:
     with sqlite3.connect(demo.database) as db:
         rows = db.execute(
-            "select status, tree_sha, config_hash, reused_from_job_id, kind, test_set from jobs"
+            "select status, tree_sha, config_hash, reused_from_job_id, kind, test_set, shape from jobs"
         ).fetchall()
     originals = [r for r in rows if r[3] is None]
     assert originals and all(r[0] in ("passed", "failed") for r in rows), rows
@@ -79,8 +79,9 @@ def test_jobs_really_ran_and_identical_trees_ran_once(demo: DemoRun) -> None:
     on_series = [r for r in originals if r[1] == series_tree and r[4] == "integration"]
     configured = [r for r in on_series if r[5] != "own"]
     assert len(configured) == 3, (series_tree, rows)
-    # Every PR's own test files (issues 13, 24) ran once on the series tree, in one 1x4 job.
-    assert [r[5] for r in on_series if r[5] == "own"] == ["own"]
+    # Every PR's own test files (issues 13, 24) ran once on the series tree, in one 2x4 job:
+    # Megatron writes its unit tests for 8 ranks.
+    assert [(r[5], r[6]) for r in on_series if r[5] == "own"] == [("own", "2x4")]
     assert any(r[4] == "baseline" for r in rows)
     results = list((demo.workdir / "stackbot" / "jobs").glob("job-*/result.json"))
     assert len(results) == len(originals)
@@ -96,16 +97,16 @@ def test_superseded_pr_is_shown_as_superseded(demo: DemoRun) -> None:
 def test_each_prs_comment_reports_its_own_test_files_against_main(demo: DemoRun) -> None:
     """Issue 13: the files a PR adds or modifies, file by file against main (seed #8035:
     "14 vs 5 on main"): #8034 and #8748 add new files; #8035 adds a test to a file main has."""
-    new_8034 = "`tests/unit_tests/test_amax_reduction_group.py` (1x4): new file: "
+    new_8034 = "`tests/unit_tests/test_amax_reduction_group.py` (2x4): new file: "
     assert new_8034 in demo.sticky(8034)
     comment = demo.sticky(8035)
     assert "**Own test files** of #8035" in comment
     line = next(
-        x for x in comment.splitlines() if "test_quantization_context_amax_group.py` (1x4)" in x
+        x for x in comment.splitlines() if "test_quantization_context_amax_group.py` (2x4)" in x
     )
     assert line.endswith("on main"), line
     assert "4 passed vs 1 passed, 2 failed on main" in line, line
-    assert "`tests/unit_tests/extension/test_te_amax_reduction_group.py` (1x4): new file:" in (
+    assert "`tests/unit_tests/extension/test_te_amax_reduction_group.py` (2x4): new file:" in (
         demo.sticky(8748)
     )
     assert "Own test files" not in demo.sticky(8050)

@@ -77,7 +77,7 @@ def test_the_story_tells_each_event_once_in_its_own_words() -> None:
         approvals=[(8034, "c626a41" + "0" * 33, "connor-xy", "trusted")],
         replies=[(8748, 11, "@contributor-z, only vetters can approve. Ask one.")],
         jobs=[
-            JobFacts(3, "own:8034", "1x4", "passed", "the series #6307", {"passed": 5}),
+            JobFacts(3, "own:8034", "2x4", "passed", "the series #6307", {"passed": 5}),
             JobFacts(4, "amax-group", "2x4", "running", "the series #6307"),
         ],
     )
@@ -87,7 +87,7 @@ def test_the_story_tells_each_event_once_in_its_own_words() -> None:
     assert "integrated the series #6307 (3 PRs) onto main: a conflict was found" in text
     assert f"#8050 conflicts with #8035 in {layer}: left out of the series run" in text
     assert "the conflict of #8035 in the generated tools/allowlist.json was resolved" in text
-    assert "tested #8034's own test files 1x4 on the series #6307: 5 passed" in text
+    assert "tested #8034's own test files 2x4 on the series #6307: 5 passed" in text
     assert "#8748's stack" not in text and "amax-group" not in text  # not finished yet
     assert "own:" not in text and "_" not in text.replace("transformer_layer", "")
     # nothing is told twice; a finished job is told when it finishes

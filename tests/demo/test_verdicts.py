@@ -187,7 +187,7 @@ def test_a_prs_page_shows_only_its_own_test_files_among_the_series_trees_tests(
         comment = demo.sticky(number)
         assert f"**Own test files** of #{number}" in comment and f"`{path}`" in comment
         others = [p for n, p in own.items() if n != number]
-        assert not [p for p in others if f"`{p}` (1x4)" in comment], (number, comment)
+        assert not [p for p in others if f"`{p}` (" in comment], (number, comment)
     detail = _api(demo, "/pulls/8034")
     assert detail["pull"]["display_state"] == "merged"
     assert not [

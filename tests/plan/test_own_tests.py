@@ -160,10 +160,23 @@ def test_without_the_table_own_tests_are_not_run() -> None:
     assert _own("") is None
 
 
-def test_the_builtin_file_runs_own_tests_on_1x4() -> None:
+def test_the_builtin_file_runs_megatrons_unit_tests_on_8_ranks() -> None:
+    """Megatron-LM writes its unit tests for 8 ranks (issue 24 point 6): the built-in file runs
+    every own test file at 2x4 and says they need 8 ranks, so a deployment that lists smaller
+    shapes still runs them on 8 (and a job short of ranks reports them not judged)."""
     own = load_own_tests()
     assert own is not None and own.roots == ("tests/unit_tests",)
-    assert [str(s) for s in own.shapes_for("tests/unit_tests/x/test_y.py")] == ["1x4"]
+    assert [str(s) for s in own.default_shapes] == ["2x4"]
+    assert own.min_world_size == {"tests/unit_tests": 8}
+    for path in ("tests/unit_tests/x/test_y.py", "tests/unit_tests/test_hyper_comm_grid.py"):
+        assert [str(s) for s in own.shapes_for(path)] == ["2x4"]
+        assert own.ranks_needed(path) == 8
+    # Its job carries the convention: on 4 ranks a test of such a file is not judged.
+    grid = "tests/unit_tests/test_hyper_comm_grid.py"
+    short = own.test_set((grid,), "1x4").job_spec(job_id="j", shape="1x4", checkout="/t")
+    assert short.needed_world_size(f"{grid}::test_x") == ("tests/unit_tests", 8)
+    full = own.test_set((grid,), "2x4").job_spec(job_id="j", shape="2x4", checkout="/t")
+    assert full.needed_world_size(f"{grid}::test_x") is None
     assert set(load_test_sets(BUILTIN_TEST_SETS)) == {"amax-group", "blockwise-recipe"}
 
 
@@ -673,18 +686,19 @@ def test_a_retest_of_all_sets_reruns_the_prs_own_files_too(
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="amax-group"))  # type: ignore[arg-type]
     assert {j.test_set for j in _jobs(engine)} == {"amax-group"}
     # Re-running the check run of the PR's own files (external id run/SET/SHAPE): the stack
-    # tree's batched own-files jobs run again (its ancestor #8034's file among them).
+    # tree's batched own-files job runs again (its ancestor #8034's file among them), at 2x4:
+    # the built-in file runs Megatron's unit tests on the 8 ranks they are written for.
     rerun = Retest("NVIDIA/Megatron-LM", 8035, check_run_id=1, external_id="1/own:8035/*")
     handle_retest(Ctx(), rerun)  # type: ignore[arg-type]
     made = [(j.test_set, j.shape, tuple(j.targets or ())) for j in _jobs(engine)]
-    assert made[2:] == [("own", "1x4", (AMAX, CTX, NEW)), ("own", "2x4", (AMAX,))]
+    assert made[2:] == [("own", "2x4", (AMAX, CTX, NEW))]
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035))  # type: ignore[arg-type]
     names = [j.test_set for j in _jobs(engine)]
-    assert names.count("own") == 4 and names.count("blockwise-recipe") == 1
+    assert names.count("own") == 2 and names.count("blockwise-recipe") == 1
     # `/stackbot retest own:8035`: the own files' jobs only, on every shape they run on.
     handle_retest(Ctx(), Retest("NVIDIA/Megatron-LM", 8035, test_set="own:8035"))  # type: ignore[arg-type]
     added = _jobs(engine)[len(names) :]
-    assert [(j.test_set, j.shape) for j in added] == [("own", "1x4"), ("own", "2x4")]
+    assert [(j.test_set, j.shape) for j in added] == [("own", "2x4")]
     assert all(j.reused_from_job_id is None for j in added)  # a retest runs them again
 
 
@@ -794,3 +808,89 @@ def test_each_pr_reads_its_own_files_out_of_the_batched_job(
         ("own:8034 1x4", "failed"),
         ("own:8034 2x4", "running"),
     ]
+
+
+# -- Megatron's unit tests need 8 ranks (issue 24 point 6) ------------------------------------
+
+# A unit test written for 8 ranks, as Megatron's test_hyper_comm_grid.py is (it imports no
+# torch, so its ranks start quickly).
+GRID = "tests/unit_tests/test_hyper_comm_grid.py"
+GRID_TEST = (
+    "import os\n\n\n"
+    "def test_any_world():\n    assert int(os.environ['WORLD_SIZE']) >= 1\n\n\n"
+    "def test_grid_2x2x2():\n"
+    "    world = int(os.environ['WORLD_SIZE'])\n"
+    "    assert world % 8 == 0, f'Grid shape [2, 2, 2] is over sized with world size {world}'\n"
+)
+
+
+@pytest.mark.torchrun
+def test_an_own_file_run_on_4_ranks_is_not_judged_never_the_prs_failure(
+    engine: Engine, settings: Settings, tmp_path: Path
+) -> None:
+    """An own-files job of Megatron's unit tests that runs on 4 ranks (stored at 1x4 before the
+    built-in file ran them at 2x4, or a retry of such a job) runs with the built-in file's
+    min_world_size: its 8-rank test is "not judged: needs 8 ranks", the job's error is the
+    configuration's, the PR's row and check run are neutral and its verdict blames nothing of
+    the PR. Real torchrun ranks (gloo on CPU) through the local executor, the worker's way."""
+    from gpu_jobs.executors import LocalExecutor, LocalExecutorConfig, wait_for
+    from gpu_jobs.spec import Shape
+    from stackbot.db.models import PullRequest
+    from stackbot.domain.report_checks import render_check_run
+    from stackbot.domain.verdict import decide
+    from stackbot.domain.verdict_kinds import VerdictKind, row_state
+    from stackbot.services import report_views
+
+    builtin = load_own_tests()
+    assert builtin is not None
+    files = {8035: [{"path": GRID, "status": "added", "on_main": False}]}
+    with session_scope(engine) as session:
+        run = _run(session, "stack", [(8035, "h8035")], own=files)
+        session.add(PullRequest(repo_id=run.repo_id, number=8035, head_sha="h8035"))
+        run_id = run.id
+    assert run_id is not None
+    # The job as the former built-in file made it: 1x4, no ranks needed.
+    four = dataclasses.replace(builtin, default_shapes=(Shape(1, 4),), min_world_size={})
+    states = {8035: PrState(PrNumber(8035), "h8035", True, frozenset({"h8035"}))}
+    integrate.test_runs(engine, settings, [run_id], [], states, own=four)
+    [job] = [j for j in _jobs(engine) if j.test_set == "own"]
+    assert (job.shape, job.targets) == ("1x4", [GRID])
+    assert job.id is not None
+    # The worker runs it under the built-in file of today.
+    executor = LocalExecutor(LocalExecutorConfig(state_dir=tmp_path / "pool", cpu_slots=4))
+    backend = job_execution.JobBackend(executor, {}, tmp_path / "jobs", False, own_tests=builtin)
+    test_set = backend.test_set_of(job)
+    assert test_set is not None
+    tree = tmp_path / "tree"
+    (tree / GRID).parent.mkdir(parents=True)
+    (tree / GRID).write_text(GRID_TEST)
+    spec = test_set.job_spec(job_id="own-1x4", shape="1x4", checkout=str(tree), node_check=False)
+    result = wait_for(executor, executor.submit(spec, tmp_path / "job"), timeout_s=300)
+    assert (result.status, result.error_of) == ("error", "configuration"), result.message
+    assert result.message == (
+        "tests/unit_tests needs 8 ranks and ran on 4 (shape 1x4): 1 of its tests failed or "
+        "errored and are not judged; run it on a shape of at least 8 ranks"
+    )
+    outcomes = {t.nodeid: t for t in result.tests}
+    assert outcomes[f"{GRID}::test_any_world"].outcome == "passed"
+    grid = outcomes[f"{GRID}::test_grid_2x2x2"]
+    assert grid.outcome == "error"
+    assert grid.message.startswith("not judged: tests/unit_tests needs 8 ranks, this job has 4")
+    assert "over sized with world size 4" in grid.message
+    job_execution.record_result(engine, job.id, result, node="cpu")
+    with Session(engine) as session:
+        view = report_views.build_report_view(
+            session, settings, repo="NVIDIA/Megatron-LM", number=8035
+        )
+    assert view is not None
+    [row] = view.tests
+    assert (row.test_set, row.shape, row.error_of) == ("own:8035", "1x4", "configuration")
+    assert row_state(row) == "not-judged"
+    check = render_check_run(view, "own:8035", "1x4")
+    assert check.name == "stackbot/tests: own files" and check.conclusion == "neutral"
+    # approved for testing, as a PR whose jobs ran is
+    verdict = decide(dataclasses.replace(view, approval=ApprovalView("approved", by="phlip")))
+    assert verdict.kind not in (VerdictKind.NEW_FAILURES, VerdictKind.BLOCKED), verdict
+    assert "(the configuration, not this PR)" in verdict.summary, verdict
+    assert "fail" not in verdict.summary, verdict
+    assert "a maintainer gives the test set a shape with enough ranks" in verdict.action, verdict

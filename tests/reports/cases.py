@@ -354,7 +354,7 @@ def passes_with_the_series() -> PrReportView:
             ),
             TestRow(
                 "own:8035",
-                "1x4",
+                "2x4",
                 "passed",
                 compare_with_main(own_here, own_main),
                 url=f"{URL}/jobs/19",

@@ -25,7 +25,7 @@ def _lines(body: str) -> list[str]:
 def test_a_green_pr_says_no_failures_and_fits_on_one_screen() -> None:
     rows = (
         TestRow("amax-group", "1x4", "passed", compare_with_main(GREEN, MAIN_RESULT), url=JOB),
-        TestRow("own:8748", "1x4", "passed", compare_with_main(GREEN, None), url=JOB),
+        TestRow("own:8748", "2x4", "passed", compare_with_main(GREEN, None), url=JOB),
     )
     v = view(8748, tests=rows, tested_commit="5" * 40)
     body = render_sticky_comment(v)
@@ -88,11 +88,11 @@ def test_a_test_set_with_targets_absent_from_the_tree_says_which() -> None:
 
 
 def test_a_prs_own_test_files_are_named_in_words() -> None:
-    row = TestRow("own:8034", "1x4", "passed", compare_with_main(GREEN, None))
-    assert "**#8034's own test files 1x4**" in row_line(row)
+    row = TestRow("own:8034", "2x4", "passed", compare_with_main(GREEN, None))
+    assert "**#8034's own test files 2x4**" in row_line(row)
     assert "own:8034" not in row_line(row)
     # the check run keeps the stable name a repository can require (issue 24)
-    assert check_run_name("own:8034", "1x4") == "stackbot/tests: own files"
+    assert check_run_name("own:8034", "2x4") == "stackbot/tests: own files"
 
 
 def test_a_resolution_in_both_runs_is_said_once() -> None:

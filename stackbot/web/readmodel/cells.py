@@ -60,8 +60,8 @@ def cells_of_runs(
 def own_cells_for(
     session: Session, run_id: int, cells: Sequence[TestCell], numbers: Iterable[int]
 ) -> tuple[TestCell, ...]:
-    """``cells`` with each batched own-files cell (``own 1x4``: every PR's own test files on the
-    tree) replaced by a cell ``own:N 1x4`` per PR of ``numbers`` whose files it ran: that PR's
+    """``cells`` with each batched own-files cell (``own 2x4``: every PR's own test files on the
+    tree) replaced by a cell ``own:N 2x4`` per PR of ``numbers`` whose files it ran: that PR's
     tests alone, here and on main, with the status its files earn."""
     wanted = list(numbers)
     found: list[TestCell] = []
