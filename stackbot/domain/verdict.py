@@ -70,7 +70,8 @@ _MERGED_STEP = frozenset({"clean", "resolved"})
 def step_of(run: IntegrationView | None, pr: int) -> StepView | None:
     if run is None:
         return None
-    return next((step for step in run.steps if step.pr == pr), None)
+    index = run.step_positions.get(pr)
+    return run.steps[index] if index is not None else None
 
 
 def in_tree(run: IntegrationView | None, pr: int) -> bool:
@@ -142,9 +143,18 @@ def _attributed(view: PrReportView) -> Verdict | None:
             failing=mine,
             url=url,
         )
-    order = [step.pr for step in series.steps] if series else []
-    earlier = set(order[: order.index(number)]) if number in order else set()
-    below = sorted({f.pr for f in new if f.pr in earlier})
+    if not new or series is None:
+        return None
+    # the PRs merged before this one in the series run
+    positions = series.step_positions
+    mine_at = positions.get(number)
+    below = sorted(
+        {
+            f.pr
+            for f in new
+            if mine_at is not None and f.pr is not None and positions.get(f.pr, mine_at) < mine_at
+        }
+    )
     if below:
         culprit = below[0]
         tests = tuple(f.nodeid for f in new if f.pr == culprit)

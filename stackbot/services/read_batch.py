@@ -51,6 +51,8 @@ RUN_KEYS = frozenset(
         "tree jobs by set",
         "latest stack runs",
         "cells",
+        "row cells",
+        "report view",  # a PR's view: what is not derived from the runs' tables is its key  # a PR's cells of its stack run, under its rows' states (in the key)
         "run summary",
         "run steps",
         "latest series run",

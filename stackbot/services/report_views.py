@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from sqlmodel import Session
@@ -74,7 +75,8 @@ class _RepoGraph:
         each the union of their parents' (in topological order), and a graph with a cycle is
         walked PR by PR (:func:`_ancestors`)."""
         if self._ancestors is None:
-            object.__setattr__(self, "_ancestors", _all_ancestors(self.parents, self.children))
+            pairs = frozenset((edge.child, edge.parent) for edge in self.edges)
+            object.__setattr__(self, "_ancestors", _graph_ancestors(pairs))
         assert self._ancestors is not None
         found = self._ancestors.get(number)
         return found if found is not None else _ancestors(self.parents, number)
@@ -198,11 +200,53 @@ def build_report_view(
         lambda: store.series_keys_of(session, repo_id=repo_id, number=number),
     )
     series_key = keys[0] if keys else None
+    ref = _ref(pr)
+    approval = _approval(session, repo_id, pr)
+    stack = _stack(session, repo_id, number, series_key, graph)
+    # Everything else the view holds is derived from the runs' tables (and this key): kept
+    # with them while they stand still (read_batch.SharedMemo), so a write to one PR, an
+    # approval or an edge builds again only the views whose own inputs changed.
+    key = (
+        "report view",
+        repo,
+        ref,
+        pr.head_sha,
+        approval,
+        stack,
+        base_url,
+        tuple(settings.generated_files),
+    )
+    return memo(
+        session,
+        key,
+        lambda: _report_view(
+            session, settings, repo, number, pr.head_sha, ref, approval, stack, base_url
+        ),
+    )
+
+
+def _report_view(
+    session: Session,
+    settings: Settings,
+    repo: str,
+    number: int,
+    head_sha: str,
+    ref: PrRef,
+    approval: ApprovalView,
+    stack: StackView,
+    base_url: str,
+) -> PrReportView:
+    repository = memo(
+        session, ("repository", repo), lambda: store.get_repository(session, full_name=repo)
+    )
+    assert repository is not None and repository.id is not None
+    repo_id = repository.id
+    series_key = stack.series_key
     stack_run = memo(
         session,
-        ("stack run", repo_id, number, pr.head_sha),
+        ("stack run", repo_id, number, head_sha),
         lambda: _latest_run(
-            session, repo_id, kind=RunKind.STACK, target_pr=number, head=(number, pr.head_sha)
+            session, repo_id, kind=RunKind.STACK, target_pr=number, head=(number, head_sha)
         ),
     )
     series_run = _series_run(session, repo_id, series_key) if series_key else None
@@ -215,10 +259,10 @@ def build_report_view(
     )
     return PrReportView(
         repo=repo,
-        pr=_ref(pr),
-        head_sha=pr.head_sha,
-        approval=_approval(session, repo_id, pr),
-        stack=_stack(session, repo_id, number, series_key, graph),
+        pr=ref,
+        head_sha=head_sha,
+        approval=approval,
+        stack=stack,
         stack_integration=_integration(session, stack_run, generated, base_url),
         series_integration=_integration(session, series_run, generated, base_url),
         allowlist=_allowlist(stack_run or series_run, settings),
@@ -298,6 +342,19 @@ def _problems(session: Session, repo_id: int, series_key: str | None) -> dict[in
                 for number in dict.fromkeys(problem.get("prs", ())):
                     found[number].append(problem["detail"])
     return {number: tuple(details) for number, details in found.items()}
+
+
+@lru_cache(maxsize=8)
+def _graph_ancestors(pairs: frozenset[tuple[int, int]]) -> dict[int, tuple[int, ...]]:
+    """:func:`_all_ancestors` of the graph of these (child, parent) edges, kept for the next
+    build: a 500-PR chain's ancestors are 125,000 numbers, and its edges change rarely.
+    (Read only: the dict is shared.)"""
+    parents: dict[int, set[int]] = defaultdict(set)
+    children: dict[int, set[int]] = defaultdict(set)
+    for child, parent in pairs:
+        parents[child].add(parent)
+        children[parent].add(child)
+    return _all_ancestors(dict(parents), dict(children))
 
 
 def _all_ancestors(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -305,7 +306,6 @@ def _stack_list(page: readmodel.SeriesPage) -> list[StackItem]:
     sources: dict[tuple[int, int], list[str]] = {}
     for child, parent, source in page.edges:
         sources.setdefault((child, parent), []).append(source)
-    edges = [GraphEdge(c, p, "") for (c, p) in sources]
     rows = {row.number: row for row in page.pulls}
     parents_of: dict[int, list[int]] = {}
     for child, parent in sources:
@@ -335,8 +335,17 @@ def _stack_list(page: readmodel.SeriesPage) -> list[StackItem]:
             ),
             conflicts=sorted(conflicts.get(number, {}).items()),
         )
-        for number, depth in stack_order(numbers, edges)
+        for number, depth in _stack_order(tuple(numbers), tuple(sources))
     ]
+
+
+@lru_cache(maxsize=16)
+def _stack_order(
+    numbers: tuple[int, ...], pairs: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int], ...]:
+    """:func:`stack_order` of the series' PRs and (child, parent) edges, kept for the next build
+    of the page (they change far less often than a PR's state)."""
+    return tuple(stack_order(numbers, [GraphEdge(c, p, "") for c, p in pairs]))
 
 
 def _edge_title(page: readmodel.SeriesPage, child: int, parent: int, sources: list[str]) -> str:

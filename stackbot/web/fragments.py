@@ -55,24 +55,37 @@ def freeze(value: Any) -> Any:
     if kind is str or kind in _PLAIN:
         return value
     if kind is tuple or kind is list:
-        return (kind.__name__, *(freeze(item) for item in value))
-    if kind is dict:
-        return ("dict", *((freeze(k), freeze(v)) for k, v in value.items()))
-    if kind is set or kind is frozenset:
-        return ("set", frozenset(freeze(item) for item in value))
-    if isinstance(value, Enum):
-        return (kind, value.value)
-    if isinstance(value, str):  # Markup and other str kinds render differently from str
-        return (kind, str(value))
-    if is_dataclass(value) and not isinstance(value, type):
-        kept = value.__dict__.get(_KEY) if hasattr(value, "__dict__") else None
+        return (kind.__name__, *map(freeze, value))
+    names = _FIELDS.get(kind)
+    if names is None:
+        if kind is dict:
+            return ("dict", *((freeze(k), freeze(v)) for k, v in value.items()))
+        if kind is set or kind is frozenset:
+            return ("set", frozenset(map(freeze, value)))
+        if isinstance(value, Enum):
+            return (kind, value.value)
+        if isinstance(value, str):  # Markup and other str kinds render differently from str
+            return (kind, str(value))
+        if not (is_dataclass(value) and not isinstance(value, type)):
+            raise Unfreezable(f"cannot key a page piece on a {kind.__name__}")
+        names = _FIELDS[kind] = (
+            tuple(f.name for f in fields(value)),
+            kind.__dataclass_params__.frozen and hasattr(value, "__dict__"),
+        )
+    attributes, keep = names
+    if keep:
+        kept = value.__dict__.get(_KEY)
         if kept is not None:
             return kept
-        frozen = Frozen((kind, *(freeze(getattr(value, f.name)) for f in fields(value))))
-        if kind.__dataclass_params__.frozen and hasattr(value, "__dict__"):
-            object.__setattr__(value, _KEY, frozen)
-        return frozen
-    raise Unfreezable(f"cannot key a page piece on a {kind.__name__}")
+    frozen = Frozen((kind, *(freeze(getattr(value, name)) for name in attributes)))
+    if keep:
+        object.__setattr__(value, _KEY, frozen)
+    return frozen
+
+
+# A dataclass's field names, and whether its frozen key is kept on its instances (frozen, with
+# a __dict__), by class.
+_FIELDS: dict[type, tuple[tuple[str, ...], bool]] = {}
 
 
 class Fragments:

@@ -201,6 +201,11 @@ WRITES = {
     "an approval": "DELETE FROM approvals WHERE pr_number = 8034",
     "an edge": "DELETE FROM dependency_edges WHERE child = 8037",
     "main's baseline": "UPDATE jobs SET counts = '{\"passed\": 23}' WHERE kind = 'baseline'",
+    # what a PR's kept report view is keyed on (report_views.build_report_view): its own row,
+    # and its parent's row as its stack shows it
+    "a PR's state": "UPDATE pull_requests SET state = 'closed' WHERE number = 8035",
+    "a PR's head": "UPDATE pull_requests SET head_sha = 'ffffffffffffffffffffffffffffffffffffffff' "
+    "WHERE number = 8036",
 }
 
 
@@ -219,3 +224,33 @@ def test_after_any_write_the_page_equals_one_computed_from_nothing(
         after = client.get(path).content
         assert after != before[path], f"{write} does not show on {path}"
         assert after == _cold(engine, path), f"{path} after {write} differs from a new app's"
+
+
+def _row(body: bytes, number: int) -> bytes:
+    """PR ``number``'s row of the series page's PR table."""
+    found = re.search(rb'<tr[^>]*data-pr="%d".*?</tr>' % number, body, re.S)
+    assert found is not None, number
+    return found.group(0)
+
+
+def test_a_write_to_one_prs_job_changes_its_row_and_nothing_stale_is_sent(
+    engine: Engine, client: TestClient
+) -> None:
+    """A job of #8036's stack run fails: its row of the page (a piece kept by its content,
+    stackbot/web/fragments.py, from cells and a verdict kept with the runs' tables) shows it,
+    and the whole page is the one a new app computes."""
+    seed_series(engine, prs=6, extra_jobs=12, infra_retries=True)
+    before = client.get("/series/6307").content
+    client.get("/series/6307")  # everything kept now
+    with engine.begin() as conn:
+        changed = conn.execute(
+            text(
+                "UPDATE jobs SET status = 'failed' WHERE id = (SELECT min(j.id) FROM jobs j "
+                "JOIN integration_runs r ON j.integration_run_id = r.id "
+                "WHERE r.target_pr = 8036 AND r.kind = 'stack' AND j.status = 'passed')"
+            )
+        )
+        assert changed.rowcount == 1
+    after = client.get("/series/6307").content
+    assert _row(after, 8036) != _row(before, 8036)
+    assert after == _cold(engine, "/series/6307")

@@ -211,6 +211,27 @@ PAGES = (
     "/series/6307/flaky",
     "/quarantine",
 )
+# Tables that read as one block per row on a phone: no word in them broken across lines, and
+# none scrolls sideways inside its box (the page's scroll width alone would not see it).
+READ_AS_BLOCKS = {"/": "#series-list", "/series/6307/gpu": "#by-push, #by-pr"}
+WORD_SPLIT = """(tables) => {
+  const broken = [];
+  for (const table of document.querySelectorAll(tables)) {
+    const walker = document.createTreeWalker(table, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.textContent.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const lines = new Set(Array.from(range.getClientRects(), r => Math.round(r.top)));
+        if (lines.size > 1) broken.push(word[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+SCROLLS_INSIDE = """(tables) => Array.from(document.querySelectorAll(tables))
+  .filter(t => t.scrollWidth > t.clientWidth + 1).map(t => t.id)"""
 # Every PR number, SHA and pill inside a table cell: an inline box split over two lines has
 # two client rectangles (`#803` / `4`, `fdc5ec` / `f`).
 SPLIT = """() => Array.from(document.querySelectorAll(
@@ -220,7 +241,9 @@ SPLIT = """() => Array.from(document.querySelectorAll(
 
 def test_layout_holds_at_1400_and_390_px(site: Any, browser: Any) -> None:
     """Issue 27's layout facts on a 50-PR series: no PR number or SHA split across lines in
-    any table cell and no horizontal page scroll, at 1400 and 390 px, on every page; the series
+    any table cell and no horizontal page scroll, at 1400 and 390 px, on every page (and on
+    the series list and the GPU-hours page, no word broken inside and no table scrolling
+    sideways in its box); the series
     summary (counts, what needs action, the conflicting pairs) above the first fold at 1400 px;
     a step's conflicts readable on a phone."""
     url, _ = site
@@ -240,6 +263,11 @@ def test_layout_holds_at_1400_and_390_px(site: Any, browser: Any) -> None:
                 assert wide <= width, f"{path} is {wide} px wide at {width} px"
                 split = page.evaluate(SPLIT)
                 assert split == [], f"{path} at {width} px splits {split[:5]}"
+                if path in READ_AS_BLOCKS:
+                    broken = page.evaluate(WORD_SPLIT, READ_AS_BLOCKS[path])
+                    assert broken == [], f"{path} at {width} px breaks inside {broken[:5]}"
+                    boxed = page.evaluate(SCROLLS_INSIDE, READ_AS_BLOCKS[path])
+                    assert boxed == [], f"{path} at {width} px scrolls sideways inside {boxed}"
                 heights[f"{path} at {width} px"] = page.evaluate(
                     "document.documentElement.scrollHeight"
                 )

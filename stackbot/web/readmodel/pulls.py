@@ -120,7 +120,7 @@ def pull_rows(
         run = runs.get(number)
         view = views.get(number)
         cells = (
-            own_cells_for(session, run.id, cells_by_run.get(run.id, ()), [number])
+            _row_cells(session, run.id, cells_by_run.get(run.id, ()), number, view)
             if run and run.id is not None
             else ()
         )
@@ -136,11 +136,24 @@ def pull_rows(
                 superseded_by=pr.superseded_by,
                 approval=approvals.get((pr.number, pr.head_sha)),
                 stack_run=_summary(session, run) if run else None,
-                tests=_with_row_states(cells, view),
-                verdict=decide(view) if view is not None else None,
+                tests=cells,
+                verdict=_decided(view) if view is not None else None,
             )
         )
     return rows
+
+
+def _decided(view: PrReportView) -> Verdict:
+    """``decide(view)``, once per view: a view kept across builds (its inputs unchanged:
+    report_views.build_report_view) keeps its verdict."""
+    found: Verdict | None = view.__dict__.get(_VERDICT)
+    if found is None:
+        found = decide(view)
+        object.__setattr__(view, _VERDICT, found)
+    return found
+
+
+_VERDICT = "_stackbot_verdict"
 
 
 def _summary(session: Session, run: Any) -> RunSummary:
@@ -161,13 +174,32 @@ def _report_views(
     return {view.pr.number: view for view in views}
 
 
-def _with_row_states(
-    cells: tuple[TestCell, ...], view: PrReportView | None
+def _row_cells(
+    session: Session,
+    run_id: int,
+    run_cells: tuple[TestCell, ...],
+    number: int,
+    view: PrReportView | None,
 ) -> tuple[TestCell, ...]:
-    """Each cell coloured as the verdict colours its test row (failures main has too: amber)."""
-    if view is None:
+    """The PR's cells of its stack run, each coloured as the verdict colours its test row
+    (failures main has too: amber). Derived from the runs' tables and the rows' states only, so
+    kept with the runs' tables under those states: the same cell objects build after build,
+    whose keys as page pieces are computed once (stackbot/web/fragments.py)."""
+    states: dict[str, str] | None = (
+        {row.label: row_state(row) for row in view.tests} if view is not None else None
+    )
+    return memo(
+        session,
+        ("row cells", run_id, number, tuple(states.items()) if states is not None else None),
+        lambda: _with_row_states(own_cells_for(session, run_id, run_cells, [number]), states),
+    )
+
+
+def _with_row_states(
+    cells: tuple[TestCell, ...], states: dict[str, str] | None
+) -> tuple[TestCell, ...]:
+    if states is None:
         return cells
-    states = {row.label: row_state(row) for row in view.tests}
     return tuple(
         replace(cell, verdict_state=states[cell.label]) if cell.label in states else cell
         for cell in cells
