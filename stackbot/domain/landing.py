@@ -163,6 +163,23 @@ def mark(entries: Sequence[LandingEntry], number: int, **changes: Any) -> list[L
     return [replace(e, **changes) if e.number == number else e for e in entries]
 
 
+def stopped_at(entries: Sequence[LandingEntry], number: int, note: str) -> list[LandingEntry]:
+    """A landing's entries once PR ``number`` did not merge (``note`` says why): what merged
+    stays merged, the rest is "not merged", those after it "not reached"."""
+    return [
+        e
+        if e.state == "merged"
+        else LandingEntry(
+            e.number,
+            e.head_sha,
+            "not merged",
+            None,
+            note if e.number == number else f"not reached: #{number} did not merge",
+        )
+        for e in entries
+    ]
+
+
 STOP_CAUSES = ("new push", "blocked", "refused", "untested", "closed", "other")
 
 

@@ -40,6 +40,7 @@ from stackbot.domain.landing import (
     gate_place,
     mark,
     refusal_note,
+    stopped_at,
 )
 from stackbot.domain.landing_text import (
     LANDING_MARKER,
@@ -490,23 +491,11 @@ def _retarget_children(client: GitHubPort, repo: RepoName, parent: PrRecord) -> 
 
 
 def _refused(ctx: ServiceContext, landing: _Landing, entry: LandingEntry, note: str) -> None:
-    entries = [
-        e
-        if e.state == "merged"
-        else LandingEntry(
-            e.number,
-            e.head_sha,
-            "not merged",
-            None,
-            note if e.number == entry.number else f"not reached: #{entry.number} did not merge",
-        )
-        for e in landing.entries
-    ]
     _save(
         ctx,
         landing.id,
         state=LandingState.STOPPED,
-        entries=entries,
+        entries=stopped_at(landing.entries, entry.number, note),
         reason=f"#{entry.number} did not merge: {note}",
     )
 

@@ -29,16 +29,15 @@ from stackbot.adapters.github.port import GitHubPort
 from stackbot.adapters.github_errors import GitHubNotFound, GitHubRejected
 from stackbot.db import github_store, landing_store
 from stackbot.db.engine import session_scope
-from stackbot.domain.landing import LandingEntry, LandingState
+from stackbot.domain.landing import LandingEntry, LandingState, stopped_at
 from stackbot.domain.tasks import AnswerMergeGroup, Integrate
 from stackbot.domain.types import PrNumber, SeriesKey
-from stackbot.services.landing import publish
+from stackbot.services.landing import QUEUE_MODE, publish
 from stackbot.services.landing_evidence import tested_tree, tree_evidence
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
-QUEUE_MODE = "queue"
 _GROUP_PR = re.compile(r"/pr-(\d+)-[0-9a-f]{40}$")
 
 
@@ -182,23 +181,11 @@ def _landing_dequeued(
         row = landing_store.lock_landing(session, landing_id=landing_id)
         if row is None or not LandingState(row.state).active:
             return
-        marked = [
-            e
-            if e.state == "merged"
-            else LandingEntry(
-                e.number,
-                e.head_sha,
-                "not merged",
-                None,
-                note if e.number == number else f"not reached: #{number} did not merge",
-            )
-            for e in landing_store.entries_of(row)
-        ]
         landing_store.save_landing(
             session,
             row,
             state=LandingState.STOPPED,
-            entries=marked,
+            entries=stopped_at(landing_store.entries_of(row), number, note),
             reason=f"#{number} did not merge: {note}",
             waiting_for=None,
         )
