@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 WRITERS = frozenset({"admin", "maintain", "write"})
 QUEUE_MODE = "queue"  # settings.landing.merge_method(s): land through GitHub's merge queue
 QUEUED_NOTE = "in GitHub's merge queue"
+TAKEN_OUT_NOTE = "taken out of GitHub's merge queue (the landing ended)"
 NEW_PUSH = "a new push: its head is no longer the tested one"
 BLOCKED_RECHECK_FACTOR = 4  # a landing blocked on a review looks again less often
 
@@ -77,7 +78,14 @@ class _Landing:
 
 def handle_land(ctx: ServiceContext, task: Land) -> None:
     landing, base_ref = _load(ctx, task.landing)
-    if landing is None or not landing.state.active:
+    if landing is None:
+        return
+    if not landing.state.active:
+        if any(e.state == "pending" and e.note == QUEUED_NOTE for e in landing.entries):
+            # cancelled while its PRs wait in GitHub's merge queue: nothing more merges
+            entries = take_out_of_queue(ctx.services.github(), task.repo, landing.entries)
+            _save(ctx, landing.id, entries=entries)
+            publish(ctx, ctx.services.github(), task.repo, task.landing, base_ref)
         return
     client = ctx.services.github()
     if landing.state is LandingState.WAITING:
@@ -443,6 +451,7 @@ def _queue_all(
             entries = mark(entries, entry.number, state="merged", note=None)
             continue
         if pull.head_sha != entry.head_sha:
+            entries = take_out_of_queue(client, repo, entries)
             _save(ctx, landing.id, entries=entries)
             _refused(ctx, replace(landing, entries=tuple(entries)), entry, NEW_PUSH)
             return
@@ -466,6 +475,7 @@ def _queue_all(
         try:
             client.enqueue_pull(repo, number, expected_head=entry.head_sha)
         except GitHubRejected as refused:
+            entries = take_out_of_queue(client, repo, entries)
             _save(ctx, landing.id, entries=entries)
             _refused(
                 ctx,
@@ -488,6 +498,28 @@ def _retarget_children(client: GitHubPort, repo: RepoName, parent: PrRecord) -> 
     for pull in client.list_open_pulls(repo):
         if pull.base_ref == parent.head_ref and pull.number != parent.number:
             client.update_pull_base(repo, pull.number, parent.base_ref)
+
+
+def take_out_of_queue(
+    client: GitHubPort, repo: RepoName, entries: Sequence[LandingEntry]
+) -> list[LandingEntry]:
+    """Queue mode, a landing that ends without landing everything (stopped, cancelled): its PRs
+    still in GitHub's merge queue are taken out (``dequeuePullRequest``), or GitHub would merge
+    them anyway; the groups behind a PR hold its commits. Each is taken out once (it is "not
+    merged" then), so a PR someone queues again by hand later is left alone. GitHub refuses for
+    a PR no longer queued: merged meanwhile (marked merged) or taken out by hand."""
+    out = []
+    for entry in entries:
+        if entry.state == "pending" and entry.note == QUEUED_NOTE:
+            try:
+                client.dequeue_pull(repo, PrNumber(entry.number))
+            except GitHubRejected:
+                if client.get_pull(repo, PrNumber(entry.number)).merged:
+                    out.append(replace(entry, state="merged", note=None))
+                    continue
+            entry = replace(entry, state="not merged", note=TAKEN_OUT_NOTE)
+        out.append(entry)
+    return out
 
 
 def _refused(ctx: ServiceContext, landing: _Landing, entry: LandingEntry, note: str) -> None:

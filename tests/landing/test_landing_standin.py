@@ -36,7 +36,9 @@ def _series(pipeline: Pipeline) -> list[int]:
     return [first, second, third]
 
 
-def _merging(pipeline: Pipeline, numbers: list[int], heads: dict[int, str]) -> int:
+def _merging(
+    pipeline: Pipeline, numbers: list[int], heads: dict[int, str], method: str = "squash"
+) -> int:
     with session_scope(pipeline.engine) as session:
         repo = github_store.get_repository(session, full_name=pipeline.repo)
         assert repo is not None and repo.id is not None
@@ -47,7 +49,7 @@ def _merging(pipeline: Pipeline, numbers: list[int], heads: dict[int, str]) -> i
             requested_by="bob",
             comment_id=1,
             state=LandingState.MERGING.value,
-            merge_method="squash",
+            merge_method=method,
             entries=[LandingEntry(n, heads[n]).to_json() for n in numbers],
         )
         session.add(row)
@@ -314,3 +316,78 @@ def test_a_conflicting_sibling_left_out_of_the_tested_tree_stays_open_and_the_re
     assert side.state == "open" and side.base_ref == "main"  # retargeted, never closed
     assert "✅ **Landed** on `main`" in _comment(pipeline, first)
     assert not [c for c in pipeline.bot_comments(sibling) if c.body.startswith(LANDING_MARKER)]
+
+
+REQUIRED = "stackbot/tests: quick 1x2"
+
+
+def _queued(pipeline: Pipeline) -> list[int]:
+    """The PRs in GitHub's merge queue of main, in order."""
+    return [e.pull_number for e in pipeline.control.repo(pipeline.repo).queue]
+
+
+def _in_the_queue(pipeline: Pipeline) -> tuple[list[int], int]:
+    """A 3-PR landing in queue mode (main requires the merge queue and a check nobody answers
+    here, so no group merges) that has put its PRs into the queue."""
+    numbers = _series(pipeline)
+    control, repo = pipeline.control, pipeline.repo
+    control.protect_branch(repo, "main", required_checks=[REQUIRED])
+    control.require_merge_queue(repo, "main", method="MERGE")
+    tested = {n: pipeline.head(n) for n in numbers}
+    client = pipeline.client()
+    for head in tested.values():  # GitHub queues a PR whose required checks passed
+        client.create_check_run(
+            repo, head, REQUIRED, status="completed", conclusion="success", title="ok", summary=""
+        )
+    landing_id = _merging(pipeline, numbers, tested, method="queue")
+    _run_landing(pipeline)
+    assert _queued(pipeline) == numbers, _row(pipeline, landing_id).reason
+    return numbers, landing_id
+
+
+def test_a_push_to_a_queued_pr_stops_the_landing_and_takes_the_rest_out_of_the_queue(
+    pipeline: Pipeline,
+) -> None:
+    """GitHub takes a pushed PR out of its merge queue, but the groups of the PRs behind it hold
+    its tested commits: a landing that stops takes its other PRs out, or GitHub would merge them
+    without the PR that stopped it."""
+    (first, second, third), landing_id = _in_the_queue(pipeline)
+    push(pipeline, second, author="carol")
+    assert _queued(pipeline) == [first, third]  # GitHub took the pushed PR out
+    with Session(pipeline.engine) as session:  # the landing's next look, now
+        queue.enqueue(session, "land", Land(pipeline.repo, landing_id).to_payload())
+        session.commit()
+    pipeline.run_tasks()
+
+    assert _queued(pipeline) == []
+    control, repo = pipeline.control, pipeline.repo
+    assert not any(control.pull(repo, n).merged for n in (first, second, third))
+    assert all(control.pull(repo, n).state == "open" for n in (first, second, third))
+    row = _row(pipeline, landing_id)
+    assert row.state == "stopped"
+    assert row.reason == f"#{second} did not merge: {landing.NEW_PUSH}"
+    for number in (first, second, third):
+        assert f"⛔ **Landing stopped**: #{second} did not merge: a new push" in _comment(
+            pipeline, number
+        )
+
+
+def test_a_cancelled_landing_takes_its_prs_out_of_the_merge_queue(pipeline: Pipeline) -> None:
+    (first, second, third), landing_id = _in_the_queue(pipeline)
+    pipeline.control.comment(pipeline.repo, third, "bob", "/stackbot land cancel")
+    pipeline.deliver()
+
+    assert _queued(pipeline) == []  # "nothing more merges" holds: GitHub's queue is empty
+    row = _row(pipeline, landing_id)
+    assert row.state == "cancelled"
+    assert [(e["state"], e["note"]) for e in row.entries] == [
+        ("not merged", landing.TAKEN_OUT_NOTE)
+    ] * 3
+    for number in (first, second, third):
+        assert f"not merged: {landing.TAKEN_OUT_NOTE}" in _comment(pipeline, number)
+    assert any(
+        c.body == f"Landing of #{first} → #{second} → #{third} cancelled; nothing more merges."
+        for c in pipeline.replies(third)
+    )
+    pipeline.run_tasks()  # the landing looked at again: nothing is taken out twice
+    assert _queued(pipeline) == []
