@@ -21,18 +21,17 @@ would otherwise land them without it.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 
 from stackbot.adapters.github.port import GitHubPort
-from stackbot.adapters.github_errors import GitHubNotFound, GitHubRejected
+from stackbot.adapters.github_errors import GitHubNotFound
 from stackbot.db import github_store, landing_store
 from stackbot.db.engine import session_scope
 from stackbot.domain.landing import LandingEntry, LandingState, stopped_at
 from stackbot.domain.tasks import AnswerMergeGroup, Integrate
 from stackbot.domain.types import PrNumber, SeriesKey
-from stackbot.services.landing import QUEUE_MODE, publish
+from stackbot.services.landing import QUEUE_MODE, publish, take_out_of_queue
 from stackbot.services.landing_evidence import tested_tree, tree_evidence
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry
@@ -172,10 +171,7 @@ def _landing_dequeued(
     pull = client.get_pull(task.repo, PrNumber(number))
     if pull.merged:
         return
-    others = [e for e in entries if e.state != "merged" and e.number != number]
-    for entry in others:
-        with contextlib.suppress(GitHubRejected):  # not queued (any more)
-            client.dequeue_pull(task.repo, PrNumber(entry.number))
+    entries = take_out_of_queue(client, task.repo, entries)
     note = "taken out of GitHub's merge queue (a failed required check, a push, or by hand)"
     with session_scope(ctx.engine) as session:
         row = landing_store.lock_landing(session, landing_id=landing_id)
@@ -185,7 +181,7 @@ def _landing_dequeued(
             session,
             row,
             state=LandingState.STOPPED,
-            entries=stopped_at(landing_store.entries_of(row), number, note),
+            entries=stopped_at(entries, number, note),
             reason=f"#{number} did not merge: {note}",
             waiting_for=None,
         )

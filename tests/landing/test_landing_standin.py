@@ -18,8 +18,8 @@ from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Landing
 from stackbot.domain.landing import LandingEntry, LandingState
 from stackbot.domain.landing_text import LANDING_MARKER
 from stackbot.domain.tasks import Land
-from stackbot.services import landing
-from stackbot.standin import hosting, merging
+from stackbot.services import landing, merge_group
+from stackbot.standin import deliveries, hosting, merging
 from stackbot.taskqueue import queue
 from stackbot.web.landing_metrics import landing_lines
 from tests.sync.pipeline import Pipeline, open_pr, push
@@ -391,3 +391,35 @@ def test_a_cancelled_landing_takes_its_prs_out_of_the_merge_queue(pipeline: Pipe
     )
     pipeline.run_tasks()  # the landing looked at again: nothing is taken out twice
     assert _queued(pipeline) == []
+
+
+def test_a_pr_github_takes_out_of_the_queue_stops_the_landing_through_its_merge_group(
+    pipeline: Pipeline,
+) -> None:
+    """GitHub's ``merge_group`` ``destroyed`` (reason ``dequeued``) for a PR of the landing,
+    answered before the landing looks again: the landing stops naming that PR, and its other
+    PRs leave the queue."""
+    merge_group.register_tasks(pipeline.worker.registry)
+    pipeline.handled = (*pipeline.handled, "merge_group")
+    (first, second, third), landing_id = _in_the_queue(pipeline)
+    push(pipeline, second, author="carol")
+    pipeline.deliver()
+
+    assert _queued(pipeline) == []
+    destroyed = [
+        (deliveries.payload_of(d)["merge_group"]["head_ref"], deliveries.payload_of(d)["reason"])
+        for d in pipeline.control.deliveries("merge_group", "destroyed")
+    ]
+    assert any(f"/pr-{second}-" in ref and why == "dequeued" for ref, why in destroyed)
+    row = _row(pipeline, landing_id)
+    assert row.state == "stopped"
+    assert row.reason == (
+        f"#{second} did not merge: taken out of GitHub's merge queue (a failed required check, "
+        "a push, or by hand)"
+    )
+    assert [e["state"] for e in row.entries] == ["not merged"] * 3
+    for number in (first, second, third):
+        assert pipeline.control.pull(pipeline.repo, number).state == "open"
+        assert f"#{second} did not merge: taken out of GitHub's merge queue" in _comment(
+            pipeline, number
+        )
