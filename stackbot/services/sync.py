@@ -21,12 +21,12 @@ from sqlmodel import Session
 from stackbot.adapters.github.port import GitHubPort
 from stackbot.config import Settings
 from stackbot.db import github_store as store
-from stackbot.db import overrides_store
+from stackbot.db import landing_store, overrides_store
 from stackbot.db.engine import session_scope
 from stackbot.db.models import PullRequest
 from stackbot.domain.records import PrRecord
 from stackbot.domain.series import SeriesGraph, build_series_graph
-from stackbot.domain.tasks import Integrate, Reconcile, Report, SyncPull
+from stackbot.domain.tasks import Integrate, Land, Reconcile, Report, SyncPull
 from stackbot.domain.types import PrNumber, RepoName, SeriesKey
 from stackbot.domain.vetting import is_trusted_author
 from stackbot.services.resources import ServiceContext
@@ -192,6 +192,8 @@ def handle_sync_pull(ctx: ServiceContext, task: SyncPull) -> None:
     interval = ctx.settings.worker.reconcile_interval_s
     # The periodic repair of every tracked repository, unless a round is already queued.
     ctx.enqueue_task(Reconcile(None), delay_s=interval, unless_open=True)
+    for landing_id in _landings_to_wake(ctx, repo, number):
+        ctx.enqueue_task(Land(repo, landing_id))  # now, not at its next recheck
     if not outcome.changed:
         log.info("sync %s#%d: nothing an integration depends on changed", repo, number)
         return
@@ -202,6 +204,29 @@ def handle_sync_pull(ctx: ServiceContext, task: SyncPull) -> None:
         ctx.enqueue_task(integration)
     # The PR's own report and those that show it as a parent or child.
     ctx.enqueue_task(Report.of(repo, outcome.related))
+
+
+def _landings_to_wake(ctx: ServiceContext, repo: RepoName, number: int) -> list[int]:
+    """The active landings that hold PR ``number`` still to merge while GitHub now shows it
+    merged (its merge queue merged it), closed, or at another head than the tested one: each
+    looks at once (landed, or stopped with its account) rather than at its next recheck. Read
+    from the PR as synced, not from the task's action: a pending sync of one PR takes the
+    latest request's action (a comment's after the close)."""
+    with session_scope(ctx.engine, immediate=False) as session:
+        stored = store.get_repository(session, full_name=repo)
+        if stored is None or stored.id is None:
+            return []
+        pull = store.get_pull(session, repo_id=stored.id, number=number)
+        if pull is None:
+            return []
+        found = []
+        for row in landing_store.active_landings_of_repo(session, repo_id=stored.id):
+            for entry in landing_store.entries_of(row):
+                moved = pull.state != "open" or pull.head_sha != entry.head_sha
+                if entry.number == number and entry.state == "pending" and moved:
+                    assert row.id is not None
+                    found.append(row.id)
+        return found
 
 
 def register_tasks(registry: TaskRegistry) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlmodel import Session, select
+from sqlmodel import Session, col, delete, select
 
 from stackbot.db import github_store
 from stackbot.db.engine import session_scope
-from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Landing
+from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Landing, Task
 from stackbot.domain.landing import LandingEntry, LandingState
 from stackbot.domain.landing_text import LANDING_MARKER
 from stackbot.domain.tasks import Land
@@ -37,7 +37,11 @@ def _series(pipeline: Pipeline) -> list[int]:
 
 
 def _merging(
-    pipeline: Pipeline, numbers: list[int], heads: dict[int, str], method: str = "squash"
+    pipeline: Pipeline,
+    numbers: list[int],
+    heads: dict[int, str],
+    method: str = "squash",
+    state: LandingState = LandingState.MERGING,
 ) -> int:
     with session_scope(pipeline.engine) as session:
         repo = github_store.get_repository(session, full_name=pipeline.repo)
@@ -48,7 +52,7 @@ def _merging(
             requested_on=numbers[-1],
             requested_by="bob",
             comment_id=1,
-            state=LandingState.MERGING.value,
+            state=state.value,
             merge_method=method,
             entries=[LandingEntry(n, heads[n]).to_json() for n in numbers],
         )
@@ -423,3 +427,26 @@ def test_a_pr_github_takes_out_of_the_queue_stops_the_landing_through_its_merge_
         assert f"#{second} did not merge: taken out of GitHub's merge queue" in _comment(
             pipeline, number
         )
+
+
+def test_a_pr_of_a_waiting_landing_closed_on_github_stops_the_landing_at_once(
+    pipeline: Pipeline,
+) -> None:
+    """The ``pull_request`` ``closed`` delivery wakes the landing that holds the PR: it stops
+    with its account now, not at its next recheck (a minute later by default)."""
+    landing.register_tasks(pipeline.worker.registry)
+    pipeline.handled = (*pipeline.handled, "land")
+    first, second, _ = numbers = _series(pipeline)
+    tested = {n: pipeline.head(n) for n in numbers}
+    landing_id = _merging(pipeline, numbers, tested, state=LandingState.WAITING)
+    with Session(pipeline.engine) as session:  # written here: nothing queued its look yet
+        session.exec(delete(Task).where(col(Task.kind) == "land"))  # type: ignore[call-overload]
+        session.commit()
+    pipeline.control.close_pull(pipeline.repo, second, sender="carol")
+    pipeline.deliver()
+
+    row = _row(pipeline, landing_id)
+    assert row.state == "stopped", row.reason
+    assert row.reason == f"#{second} was closed outside the landing; `/stackbot land` again"
+    assert not any(pipeline.control.pull(pipeline.repo, n).merged for n in numbers)
+    assert "⛔ **Landing stopped**" in _comment(pipeline, first)
