@@ -68,3 +68,54 @@ def postgres_engine() -> Iterator[Engine]:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return load_settings(dev=True, data_dir=tmp_path / "data")
+
+
+# -- running in parallel (pytest-xdist) ---------------------------------------------------------
+#
+# Two workers unless `-n` says otherwise (`-n 0`: one process, e.g. under a debugger). Set here,
+# not in pyproject.toml's addopts: those reach every pytest run under this checkout, and the
+# pytest that torchrun starts in each rank of a test (gpu_jobs' suites) must not spread itself
+# over workers of its own.
+WORKERS = 2
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    option = config.option
+    if not hasattr(option, "numprocesses") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # pytest-xdist absent, or this is one of its workers
+    if option.numprocesses is None and not option.collectonly and not option.usepdb:
+        option.numprocesses = WORKERS
+    if option.numprocesses and option.dist == "no":
+        option.dist = "loadgroup"
+        option.loadscopereorder = False
+
+
+# Each module runs whole on one worker (its module-scoped worlds are built once). What starts
+# multi-node torchrun jobs on the local executor (their master port is a free port probed, not
+# held, until torchrun binds it), what uses the one Slurm of the host, and the session's demo all
+# run on one worker, one after the other, as in a serial run. The largest units go first so the
+# other worker takes the rest meanwhile.
+SERIAL_GROUP = "ranks-slurm-demo"
+SERIAL_DIRS = ("tests/demo/", "tests/gpu_jobs/")
+
+
+def _group_of(item: pytest.Item) -> str:
+    path = item.nodeid.partition("::")[0]
+    heavy = item.get_closest_marker("torchrun") or item.get_closest_marker("slurm")
+    if path.startswith(SERIAL_DIRS) or (heavy and not path.startswith("tests/e2e/")):
+        return SERIAL_GROUP
+    return path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = {id(item): _group_of(item) for item in items}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
+
+    def first(item: pytest.Item) -> int:
+        group = groups[id(item)]
+        return 0 if group == SERIAL_GROUP else 1 if group.startswith("tests/e2e/") else 2
+
+    items.sort(key=first)  # stable: within a module, the written order
