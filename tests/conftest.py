@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
@@ -82,13 +83,27 @@ WORKERS = 2
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     option = config.option
-    if not hasattr(option, "numprocesses") or os.environ.get("PYTEST_XDIST_WORKER"):
-        return  # pytest-xdist absent, or this is one of its workers
+    if not hasattr(option, "numprocesses"):
+        return  # pytest-xdist absent
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # A worker parses the command line again, without what is set below: it learns the
+        # distribution from the controller (pytest_configure_node), or it would not name each
+        # test's group and the groups would be spread over the workers like any test.
+        workerinput = getattr(config, "workerinput", {})
+        if workerinput.get("stackbot_dist") == "loadgroup":
+            option.loadgroup = True
+        return
     if option.numprocesses is None and not option.collectonly and not option.usepdb:
         option.numprocesses = WORKERS
     if option.numprocesses and option.dist == "no":
         option.dist = "loadgroup"
         option.loadscopereorder = False
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, before it starts a worker: the distribution chosen here."""
+    node.workerinput["stackbot_dist"] = node.config.option.dist
 
 
 # Each module runs whole on one worker (its module-scoped worlds are built once). What starts
