@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from sqlmodel import Session, col, select
 
@@ -48,6 +49,23 @@ def active_landings_of_repo(session: Session, *, repo_id: int) -> list[Landing]:
             select(Landing)
             .where(Landing.repo_id == repo_id, col(Landing.state).in_(ACTIVE))
             .order_by(col(Landing.id))
+        )
+    )
+
+
+def merging_landings_of_repo(
+    session: Session, *, repo_id: int, since: datetime, except_method: str
+) -> list[Landing]:
+    """The repository's landings merging now (main moves under them, one PR at a time), last
+    written at ``since`` or later, other than those landing with ``except_method``."""
+    return list(
+        session.exec(
+            select(Landing).where(
+                Landing.repo_id == repo_id,
+                Landing.state == LandingState.MERGING.value,
+                Landing.merge_method != except_method,
+                col(Landing.updated_at) >= since,
+            )
         )
     )
 

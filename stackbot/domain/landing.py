@@ -33,6 +33,8 @@ from typing import Any, Literal
 
 from stackbot.domain.records import MergeRules, ReviewRecord
 
+QUEUE_MODE = "queue"  # settings.landing.merge_method(s): land through GitHub's merge queue
+
 
 class LandingState(StrEnum):
     WAITING = "waiting"  # for its tree to be integrated and tested on the current main

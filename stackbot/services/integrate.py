@@ -15,6 +15,7 @@ import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -24,9 +25,11 @@ from stackbot.adapters.git import GitMirror
 from stackbot.adapters.git_maintenance import shared_use
 from stackbot.config import Settings
 from stackbot.db import github_store as store
-from stackbot.db import integration_store, jobs_store
+from stackbot.db import integration_store, jobs_store, landing_store
 from stackbot.db.engine import session_scope
+from stackbot.db.models._columns import utcnow
 from stackbot.domain.integration import RunKind, RunStatus, StepOutcome
+from stackbot.domain.landing import QUEUE_MODE
 from stackbot.domain.pipeline import PlannedRun, PrState, plan_series, untested_reason
 from stackbot.domain.series import build_series_graph
 from stackbot.domain.tasks import ConflictMatrix, Integrate, PollJobs, Report
@@ -338,7 +341,39 @@ def _affected(session: Session, repo_id: int, task: Integrate) -> list[PrNumber]
     return [task.number] if task.number is not None else []
 
 
+# While a landing merges its PRs one by one (seconds), main passes through trees that nobody
+# will keep: a series integrated on one of them would start GPU jobs (main's baselines, the
+# other PRs' trees) on a main that is gone a second later. Such an integration waits until the
+# landing has merged (or stopped); a landing merging longer than this is not waited for (a
+# crashed or stuck one must not hold every series of the repository back).
+HOLD_WHILE_MERGING_S = 3.0
+MERGING_HELD_AT_MOST = timedelta(minutes=10)
+
+
+def held_by_a_landing(engine: Engine, task: Integrate) -> bool:
+    """Whether ``task`` should wait for a landing of its repository that is merging now (a
+    landing's own gate run and a landing through GitHub's merge queue, whose merges take a queue
+    run each, are not held)."""
+    if task.gate:
+        return False
+    with Session(engine) as session:
+        repository = store.get_repository(session, full_name=task.repo)
+        if repository is None or repository.id is None:
+            return False
+        merging = landing_store.merging_landings_of_repo(
+            session,
+            repo_id=repository.id,
+            since=utcnow() - MERGING_HELD_AT_MOST,
+            except_method=QUEUE_MODE,
+        )
+    return bool(merging)
+
+
 def handle_integrate(ctx: ServiceContext, task: Integrate) -> None:
+    if held_by_a_landing(ctx.engine, task):
+        log.info("integrate %s %s: held while a landing merges", task.repo, task.series_key)
+        ctx.enqueue_task(task, delay_s=HOLD_WHILE_MERGING_S)
+        return
     outcome = integrate(ctx.engine, ctx.settings, ctx.services, task)
     log.info(
         "integrate %s %s: %d new runs, %d unchanged, %d jobs",

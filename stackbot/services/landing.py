@@ -29,6 +29,7 @@ from stackbot.adapters.github_errors import GitHubRejected
 from stackbot.db import dashboard_store, github_store, landing_store
 from stackbot.db.engine import session_scope
 from stackbot.domain.landing import (
+    QUEUE_MODE,
     EvidenceState,
     GatePlace,
     LandingEntry,
@@ -57,7 +58,6 @@ from stackbot.taskqueue import TaskRegistry
 
 log = logging.getLogger(__name__)
 WRITERS = frozenset({"admin", "maintain", "write"})
-QUEUE_MODE = "queue"  # settings.landing.merge_method(s): land through GitHub's merge queue
 QUEUED_NOTE = "in GitHub's merge queue"
 TAKEN_OUT_NOTE = "taken out of GitHub's merge queue (the landing ended)"
 NEW_PUSH = "a new push: its head is no longer the tested one"

@@ -28,10 +28,10 @@ from stackbot.adapters.github.port import GitHubPort
 from stackbot.adapters.github_errors import GitHubNotFound
 from stackbot.db import github_store, landing_store
 from stackbot.db.engine import session_scope
-from stackbot.domain.landing import LandingEntry, LandingState, stopped_at
+from stackbot.domain.landing import QUEUE_MODE, LandingEntry, LandingState, stopped_at
 from stackbot.domain.tasks import AnswerMergeGroup, Integrate
 from stackbot.domain.types import PrNumber, SeriesKey
-from stackbot.services.landing import QUEUE_MODE, publish, take_out_of_queue
+from stackbot.services.landing import publish, take_out_of_queue
 from stackbot.services.landing_evidence import tested_tree, tree_evidence
 from stackbot.services.resources import ServiceContext
 from stackbot.taskqueue import TaskRegistry

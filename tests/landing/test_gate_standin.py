@@ -10,11 +10,15 @@ them once they finished."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from sqlmodel import Session, col, select
 
 from stackbot.db.engine import session_scope
 from stackbot.db.models import IntegrationRun, IntegrationStep, Job, Landing, Task, TestFinding
 from stackbot.domain.landing_text import LANDING_MARKER
+from stackbot.domain.tasks import Integrate
 from stackbot.services import integrate, landing
 from stackbot.taskqueue import queue
 from tests.sync.pipeline import Pipeline, open_pr
@@ -181,3 +185,55 @@ def test_a_landing_whose_tree_failed_waits_and_those_behind_are_tested_without_i
     assert not any(pipeline.control.pull(pipeline.repo, n).merged for n in (y1, y2))
     assert third.state in ("waiting", "merging", "landed")  # no longer behind Y
     assert f"#{y1}" not in (third.waiting_for or "")
+
+
+def test_an_integration_asked_while_a_landing_merges_waits_for_its_last_merge(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another worker reads the push of the landing's first merge and integrates the
+    repository's other series: on that main, gone a moment later, it would start GPU jobs
+    (main's baselines, the other series' trees) on a tree nobody keeps (seen in the demo with two
+    workers). It waits until the landing has merged, then integrates on the main that holds the
+    whole landing."""
+    x1, x2 = _series(pipeline, "ex")
+    y1, y2 = _series(pipeline, "why")
+    pipeline.deliver()
+    pipeline.control.set_merge_settings(pipeline.repo, delete_branch_on_merge=True)
+    landing.register_tasks(pipeline.worker.registry)
+    integrate.register_tasks(pipeline.worker.registry)
+    pipeline.handled = (*pipeline.handled, "land", "integrate")
+    _again(pipeline)
+    _pass_all(pipeline)
+    [other] = [run.series_key for run, prs in _runs(pipeline, "series") if prs == [y1, y2]]
+    assert other is not None
+    real_merge_one = landing._merge_one
+    asked: list[bool] = []
+
+    def merge_then_another_worker_integrates(*args: Any) -> bool:
+        merged = real_merge_one(*args)
+        if args[4].number == x1 and not asked:  # main holds #x1 alone now
+            task = Integrate(pipeline.repo, series_key=other, number=None, reason="main moved")
+            asked.append(integrate.held_by_a_landing(pipeline.engine, task))
+            with session_scope(pipeline.engine) as session:
+                queue.enqueue(session, "integrate", task.to_payload())
+            claimed = queue.claim(
+                pipeline.engine, pipeline.worker.worker_id, lease_s=60, kinds=("integrate",)
+            )
+            assert claimed is not None
+            pipeline.worker.execute(claimed)
+        return merged
+
+    monkeypatch.setattr(landing, "_merge_one", merge_then_another_worker_integrates)
+    pipeline.control.comment(pipeline.repo, x2, "bob", "/stackbot land")
+    pipeline.deliver()
+    for _ in range(3):
+        _again(pipeline)
+
+    control, repo = pipeline.control, pipeline.repo
+    assert asked == [True] and all(control.pull(repo, n).merged for n in (x1, x2))
+    row = _row(pipeline, 1)
+    assert row.state == "landed"
+    between, final = (entry["merge_sha"] for entry in row.entries)
+    bases = [run.base_sha for run, prs in _runs(pipeline, "series") if prs == [y1, y2]]
+    assert between not in bases  # nothing integrated (or tested) on the main in between
+    assert bases[-1] == final
