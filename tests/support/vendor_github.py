@@ -285,6 +285,14 @@ if __name__ == "__main__":
     source = (
         Path(sys.argv[1]) if len(sys.argv) > 1 else VENDORED.parents[2].parent / "shared" / "github"
     )
+    if source.name.startswith("-") or not (source / "rest-api" / "api.github.com.json").is_file():
+        # Checked before the copy is removed: a wrong argument must not leave the tests without it.
+        print(
+            f"{source} is not GitHub's contract folder (no rest-api/api.github.com.json): "
+            "usage: python -m tests.support.vendor_github [SHARED_GITHUB_DIR]",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     build(source, VENDORED)
     size = sum(p.stat().st_size for p in VENDORED.rglob("*") if p.is_file())
     print(f"vendored {source} into {VENDORED} ({size / 1e6:.1f} MB)")
