@@ -61,13 +61,15 @@ def members_of_series(session: Session, *, series_ids: Collection[int]) -> Seque
     ).all()
 
 
-def members_in_order(session: Session, *, series_id: int | None) -> Sequence[SeriesMember]:
-    """The members of one series by position."""
-    return session.exec(
-        select(SeriesMember)
-        .where(SeriesMember.series_id == series_id)
+def member_numbers(session: Session, *, series_id: int | None) -> list[int]:
+    """The PR numbers of one series by position (numbers, not ORM objects: a 500-PR series
+    has 500 members)."""
+    statement = (
+        select_columns(col(SeriesMember.pr_number))
+        .where(col(SeriesMember.series_id) == series_id)
         .order_by(col(SeriesMember.position))
-    ).all()
+    )
+    return [number for (number,) in session.execute(statement).all()]
 
 
 def series_of_pull(session: Session, *, repo_id: int, number: int) -> Series | None:

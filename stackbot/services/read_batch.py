@@ -51,9 +51,10 @@ RUN_KEYS = frozenset(
         "tree jobs by set",
         "latest stack runs",
         "cells",
-        "row cells",
-        "report view",  # a PR's view: what is not derived from the runs' tables is its key  # a PR's cells of its stack run, under its rows' states (in the key)
+        "row cells",  # a PR's cells of its stack run, under its rows' states (in the key)
+        "report view",  # a PR's view: what is not derived from the runs' tables is its key
         "run summary",
+        "pull row",  # a PR's row of the PR table: its fields and its kept parts are its key
         "run steps",
         "latest series run",
     }
@@ -115,16 +116,22 @@ def batch(session: Session, shared: SharedMemo | None = None) -> Iterator[None]:
 
 def memo(session: Session, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
     """``compute()``, or in a batch the value already computed for ``key``."""
-    found: dict[tuple[Any, ...], Any] | None = session.info.get(MEMO)
+    info = session.info
+    found: dict[tuple[Any, ...], Any] | None = info.get(MEMO)
     if found is None:
         return compute()
     if key[0] in RUN_KEYS:
-        kept: dict[tuple[Any, ...], Any] | None = session.info.get(SHARED)
+        kept: dict[tuple[Any, ...], Any] | None = info.get(SHARED)
         if kept is not None:
             found = kept
-    if key not in found:
-        found[key] = compute()
-    return found[key]  # type: ignore[no-any-return]
+    # one lookup, not two: a key holding a PR's view parts is hashed field by field
+    value = found.get(key, _MISSING)
+    if value is _MISSING:
+        value = found[key] = compute()
+    return value  # type: ignore[no-any-return]
+
+
+_MISSING = object()
 
 
 def memo_table(session: Session, kind: str = "") -> dict[tuple[Any, ...], Any] | None:

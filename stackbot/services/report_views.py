@@ -25,7 +25,6 @@ from stackbot.config import Settings
 from stackbot.db import github_store as store
 from stackbot.db import integration_store, jobs_store
 from stackbot.db.models import (
-    DependencyEdge,
     IntegrationRun,
     IntegrationStep,
     Job,
@@ -51,7 +50,7 @@ from stackbot.services.report_rows import run_baselines, run_test_rows
 class _RepoGraph:
     """What every view of one repository reads: its edges and PRs, loaded once per batch."""
 
-    edges: list[DependencyEdge]
+    edges: Sequence[Any]  # rows of child and parent (store.edge_pairs)
     rows: dict[int, Any]  # PR rows of store.pull_heads (number, title, state, head_sha, ...)
     # Each PR's parents and children, indexed once: a view per PR of a 500-PR series must
     # not scan every edge twice (that was a quarter of the series page's time).
@@ -97,7 +96,7 @@ def build_report_views(
         if repository is None or repository.id is None:
             return []
         graph = _RepoGraph(
-            store.list_edges(session, repo_id=repository.id),
+            store.edge_pairs(session, repo_id=repository.id),
             {row.number: row for row in store.pull_heads(session, repo_id=repository.id)},
         )
         _preload(session, repository.id, [n for n in numbers if n in graph.rows], graph)
@@ -187,7 +186,7 @@ def build_report_view(
     repo_id = repository.id
     if graph is None:
         graph = _RepoGraph(
-            store.list_edges(session, repo_id=repo_id),
+            store.edge_pairs(session, repo_id=repo_id),
             {row.number: row for row in store.pull_heads(session, repo_id=repo_id)},
         )
     pr = graph.rows.get(number)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from sqlmodel import Session
@@ -124,23 +125,71 @@ def pull_rows(
             if run and run.id is not None
             else ()
         )
+        fields = (
+            pr.number,
+            pr.title,
+            pr.author,
+            pr.state,
+            pr.draft,
+            pr.merged,
+            pr.head_sha,
+            pr.superseded_by,
+            approvals.get((pr.number, pr.head_sha)),
+        )
+        summary = _summary(session, run) if run else None
+        verdict = _decided(view) if view is not None else None
         rows.append(
-            PullRow(
-                number=pr.number,
-                title=pr.title,
-                author=pr.author,
-                state=pr.state,
-                draft=pr.draft,
-                merged=pr.merged,
-                head_sha=pr.head_sha,
-                superseded_by=pr.superseded_by,
-                approval=approvals.get((pr.number, pr.head_sha)),
-                stack_run=_summary(session, run) if run else None,
-                tests=cells,
-                verdict=_decided(view) if view is not None else None,
+            memo(
+                session,
+                ("pull row", fields, Same(summary), Same(cells), Same(verdict)),
+                partial(_pull_row, fields, summary, cells, verdict),
             )
         )
     return rows
+
+
+class Same:
+    """A value in a memo key that equals only itself: a row's parts kept across builds (run
+    summaries, cells, verdicts) are the same objects while their inputs stand still, and
+    comparing them by content would cost what keeping the row saves. The key holds the value,
+    so no other object can take its identity while the key is kept."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and other.value is self.value
+
+
+def _pull_row(
+    fields: tuple[Any, ...],
+    summary: RunSummary | None,
+    cells: tuple[TestCell, ...],
+    verdict: Verdict | None,
+) -> PullRow:
+    """The row of these parts: kept under the PR's fields and the identities of its parts
+    (``pull row`` in read_batch.RUN_KEYS), so the same row object, whose key as a page piece is
+    computed once (stackbot/web/fragments.py), comes back build after build while they stand."""
+    number, title, author, state, draft, merged, head_sha, superseded_by, approval = fields
+    return PullRow(
+        number=number,
+        title=title,
+        author=author,
+        state=state,
+        draft=draft,
+        merged=merged,
+        head_sha=head_sha,
+        superseded_by=superseded_by,
+        approval=approval,
+        stack_run=summary,
+        tests=cells,
+        verdict=verdict,
+    )
 
 
 def _decided(view: PrReportView) -> Verdict:
@@ -185,14 +234,28 @@ def _row_cells(
     (failures main has too: amber). Derived from the runs' tables and the rows' states only, so
     kept with the runs' tables under those states: the same cell objects build after build,
     whose keys as page pieces are computed once (stackbot/web/fragments.py)."""
-    states: dict[str, str] | None = (
-        {row.label: row_state(row) for row in view.tests} if view is not None else None
-    )
+    states = _row_states(view) if view is not None else None
     return memo(
         session,
-        ("row cells", run_id, number, tuple(states.items()) if states is not None else None),
-        lambda: _with_row_states(own_cells_for(session, run_id, run_cells, [number]), states),
+        ("row cells", run_id, number, states),
+        lambda: _with_row_states(
+            own_cells_for(session, run_id, run_cells, [number]),
+            dict(states) if states is not None else None,
+        ),
     )
+
+
+def _row_states(view: PrReportView) -> tuple[tuple[str, str], ...]:
+    """Each test row's label and state, once per view (a view kept across builds keeps them,
+    as it keeps its verdict: :func:`_decided`)."""
+    found: tuple[tuple[str, str], ...] | None = view.__dict__.get(_ROW_STATES)
+    if found is None:
+        found = tuple({row.label: row_state(row) for row in view.tests}.items())
+        object.__setattr__(view, _ROW_STATES, found)
+    return found
+
+
+_ROW_STATES = "_stackbot_row_states"
 
 
 def _with_row_states(

@@ -188,8 +188,7 @@ def _series_page(
     if found is None:
         return None
     series, repository = found
-    members = dashboard_store.members_in_order(session, series_id=series.id)
-    numbers = [m.pr_number for m in members]
+    numbers = dashboard_store.member_numbers(session, series_id=series.id)
     pulls = pull_rows(session, series.repo_id, numbers, settings)
     edges = dashboard_store.edges_from(session, repo_id=series.repo_id, children=numbers)
     series_run = memo(
