@@ -13,9 +13,11 @@ integrate's: a stack run per PR and the series run, or the gate run a landing as
 GPU executor (``benchmarks/plan_sim.py``'s ``TimingExecutor``: amax-group 1x4 10 min, 2x4 15
 min, blockwise-recipe 1x4 5 min, on ``--nodes`` nodes of 4 GPUs).
 
-Traffic (the same for every policy of a run, drawn from ``--seed``): series of 1-30 PRs
-(``--sizes skewed``: 60 % of one PR, 20 % of 2-3, 15 % of 4-10, 5 % of 11-30; ``uniform``:
-1-30 alike) arriving as a Poisson stream at
+Traffic (the same for every policy of a run, drawn from ``--seed``, 30 days by default: at 8
+merges a day a shorter run holds a handful of series, and its figures are a draw of their
+sizes): series of 1-30 PRs (``--sizes uniform``, the default, as issue 25 states the traffic:
+1-30 alike; ``skewed``: 60 % of one PR, 20 % of 2-3, 15 % of 4-10, 5 % of 11-30) arriving as a
+Poisson stream at
 Megatron-LM's rate of 8 merged PRs a day (``--rate``), a day in five a peak day of 3x that
 (24); ``--fail-rate`` of the series carry a PR that breaks a test, ``--flaky-rate`` a PR whose
 test fails on a tree's first run only; main moves under the queue ``--main-pushes`` times a day
@@ -31,8 +33,10 @@ landing per series, window 1: each tested on main when its turn comes); ``specul
 landing per series, the gate with ``--window`` landings tested at once on top of the ones
 ahead).
 
-    python benchmarks/bench_landing.py [--hours H] [--seed S]
+    python benchmarks/bench_landing.py [--hours H] [--seed S] [--sizes uniform|skewed]
         [--policy per-pr|series|speculative|all] [--database sqlite|postgresql] --json
+
+Progress goes to stderr (a line per policy and per simulated day); the results to stdout.
 
 Prints one JSON object per line and per policy: ``policy``, ``series``, ``landed_prs``,
 ``landed_series``, ``prs_per_hour``, ``gpu_hours``, ``gpu_hours_per_landed_pr``,
@@ -547,8 +551,18 @@ def simulate(policy: str, args: argparse.Namespace, traffic: Traffic, url: str) 
     end = args.hours * 3600.0
     limit = end * 4 + 86400.0
     rounds = 0
+    next_day = 86400.0
     while True:
         rounds += 1
+        if world.now >= next_day:  # progress on stderr, a line a simulated day
+            next_day = (world.now // 86400.0 + 1) * 86400.0
+            landed = sum(1 for pull in world.github.pulls.values() if pull.merged)
+            print(
+                f"  {policy}: day {int(world.now // 86400)} of {args.hours / 24:g}, "
+                f"{landed} PRs landed",
+                file=sys.stderr,
+                flush=True,
+            )
         while arrivals and arrivals[0].at <= world.now:
             arrival = arrivals.pop(0)
             world.open_series(arrival)
@@ -869,15 +883,17 @@ def _database(kind: str, tmp: Path, name: str, stack: ExitStack) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hours", type=float, default=48.0, help="hours of traffic")
+    parser.add_argument(
+        "--hours", type=float, default=720.0, help="hours of traffic (default: 30 days)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--policy", choices=[*POLICIES, "all"], default="all")
     parser.add_argument("--rate", type=float, default=8.0, help="merged PRs a day (a peak day: 3x)")
     parser.add_argument(
         "--sizes",
         choices=["skewed", "uniform"],
-        default="skewed",
-        help="series sizes: skewed (60%% of one PR) or uniform over 1-30",
+        default="uniform",
+        help="series sizes: uniform over 1-30 (the default) or skewed (60%% of one PR)",
     )
     parser.add_argument("--fail-rate", type=float, default=0.15, help="series with a real failure")
     parser.add_argument("--flaky-rate", type=float, default=0.10, help="series with a flaky test")
@@ -901,8 +917,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-landing-") as tmp:
         args.tmp = tmp
         for policy in policies:
-            if not args.json:
-                print(f"simulating {policy} ...", file=sys.stderr, flush=True)
+            print(f"simulating {policy} ...", file=sys.stderr, flush=True)
             with ExitStack() as stack:
                 url = _database(args.database, Path(tmp), policy.replace("-", "_"), stack)
                 results.append(simulate(policy, args, traffic, url))

@@ -190,7 +190,7 @@ def test_live_updates_patch_the_page_without_reloading(
             pull.title = "A title changed while the page was open"
             pull.synced_at = datetime.now(UTC)
             session.add(pull)
-        page.wait_for_selector("text=A title changed while the page was open", timeout=20_000)
+        page.wait_for_selector("text=A title changed while the page was open", timeout=60_000)
         assert ("/series/6307", 200, True) in answers  # this change was sent in full
         assert page.evaluate("window.__not_reloaded") == 42
         assert "updated" in page.locator("#live").inner_text()
