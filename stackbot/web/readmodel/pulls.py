@@ -3,10 +3,10 @@ shares with the series page."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlmodel import Session
 
@@ -19,6 +19,8 @@ from stackbot.services.report_views import build_report_views
 from stackbot.web.readmodel.cells import cells_of_runs, own_cells_for
 from stackbot.web.readmodel.runs import run_steps
 from stackbot.web.readmodel.summaries import RunSummary, TestCell, iso, run_summary
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,8 @@ def pull_rows(
             memo(
                 session,
                 ("pull row", fields, Same(summary), Same(cells), Same(verdict)),
-                partial(_pull_row, fields, summary, cells, verdict),
+                # fields are PullRow's first fields, in its order
+                partial(PullRow, *fields, stack_run=summary, tests=cells, verdict=verdict),
             )
         )
     return rows
@@ -166,43 +169,20 @@ class Same:
         return isinstance(other, Same) and other.value is self.value
 
 
-def _pull_row(
-    fields: tuple[Any, ...],
-    summary: RunSummary | None,
-    cells: tuple[TestCell, ...],
-    verdict: Verdict | None,
-) -> PullRow:
-    """The row of these parts: kept under the PR's fields and the identities of its parts
-    (``pull row`` in read_batch.RUN_KEYS), so the same row object, whose key as a page piece is
-    computed once (stackbot/web/fragments.py), comes back build after build while they stand."""
-    number, title, author, state, draft, merged, head_sha, superseded_by, approval = fields
-    return PullRow(
-        number=number,
-        title=title,
-        author=author,
-        state=state,
-        draft=draft,
-        merged=merged,
-        head_sha=head_sha,
-        superseded_by=superseded_by,
-        approval=approval,
-        stack_run=summary,
-        tests=cells,
-        verdict=verdict,
-    )
-
-
 def _decided(view: PrReportView) -> Verdict:
     """``decide(view)``, once per view: a view kept across builds (its inputs unchanged:
     report_views.build_report_view) keeps its verdict."""
-    found: Verdict | None = view.__dict__.get(_VERDICT)
+    return _once(view, "_stackbot_verdict", decide)
+
+
+def _once(view: PrReportView, name: str, compute: Callable[[PrReportView], T]) -> T:
+    """``compute(view)``, kept on the view under ``name`` (views are frozen and kept across
+    builds while their inputs stand still, so what is derived from them is too)."""
+    found: T | None = view.__dict__.get(name)
     if found is None:
-        found = decide(view)
-        object.__setattr__(view, _VERDICT, found)
+        found = compute(view)
+        object.__setattr__(view, name, found)
     return found
-
-
-_VERDICT = "_stackbot_verdict"
 
 
 def _summary(session: Session, run: Any) -> RunSummary:
@@ -246,16 +226,12 @@ def _row_cells(
 
 
 def _row_states(view: PrReportView) -> tuple[tuple[str, str], ...]:
-    """Each test row's label and state, once per view (a view kept across builds keeps them,
-    as it keeps its verdict: :func:`_decided`)."""
-    found: tuple[tuple[str, str], ...] | None = view.__dict__.get(_ROW_STATES)
-    if found is None:
-        found = tuple({row.label: row_state(row) for row in view.tests}.items())
-        object.__setattr__(view, _ROW_STATES, found)
-    return found
-
-
-_ROW_STATES = "_stackbot_row_states"
+    """Each test row's label and state, once per view (as its verdict: :func:`_decided`)."""
+    return _once(
+        view,
+        "_stackbot_row_states",
+        lambda v: tuple({row.label: row_state(row) for row in v.tests}.items()),
+    )
 
 
 def _with_row_states(
